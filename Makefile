@@ -1,0 +1,44 @@
+# Two commands do everything on a fresh clone: `make train`, then `make test`.
+# The venv is created on first use and reinstalled only when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CONFIG ?= configs/default.yaml
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install train test lint format tensorboard clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade --quiet pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install the package with its dev extra
+
+train: $(STAMP) ## Train on the embedded digits data (CONFIG=... to pick another config)
+	$(BIN)/litstarter fit --config $(CONFIG)
+
+test: $(STAMP) ## Run the whole test suite
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP) ## ruff check + format check
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+format: $(STAMP) ## Apply ruff fixes and formatting
+	$(BIN)/ruff check --fix src tests benchmarks
+	$(BIN)/ruff format src tests benchmarks
+
+tensorboard: $(STAMP) ## Serve the TensorBoard logs under runs/
+	$(BIN)/tensorboard --logdir runs
+
+clean: ## Remove runs, caches and build artefacts (keeps .venv)
+	rm -rf runs lightning_logs .pytest_cache .ruff_cache build dist src/*.egg-info
+	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +

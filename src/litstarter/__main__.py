@@ -1,0 +1,31 @@
+"""``litstarter`` / ``python -m litstarter`` entry point.
+
+Subcommands that don't train are dispatched *before* anything imports Lightning, so that they start fast
+and (for ``infer`` on an ``.onnx`` model) run on a box with only onnxruntime, numpy and Pillow.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# Light subcommands: name -> "module:function"; each function takes argv and returns an exit code.
+LIGHT_COMMANDS: dict[str, str] = {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch a light subcommand, or hand over to LightningCLI."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in LIGHT_COMMANDS:
+        import importlib
+
+        module_name, func_name = LIGHT_COMMANDS[argv[0]].split(":")
+        return int(getattr(importlib.import_module(module_name), func_name)(argv[1:]) or 0)
+
+    from litstarter.cli import main as cli_main
+
+    cli_main(argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

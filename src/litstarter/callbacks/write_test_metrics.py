@@ -1,0 +1,30 @@
+"""Write the test metrics of a run to ``<run>/metrics.json``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lightning as L
+from lightning.pytorch.utilities import rank_zero_info
+
+from litstarter.io import write_json
+
+
+class WriteTestMetrics(L.Callback):
+    """At the end of ``test``, write every ``test/*`` metric to ``<trainer.log_dir>/<filename>`` (rank 0 only).
+
+    Args:
+        filename: File name inside the run directory.
+    """
+
+    def __init__(self, filename: str = "metrics.json") -> None:
+        self.filename = filename
+
+    def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Collect the logged test metrics and write them atomically."""
+        if not trainer.is_global_zero:
+            return
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/") and v.numel() == 1}
+        path = Path(trainer.log_dir or trainer.default_root_dir) / self.filename
+        write_json(path, metrics)
+        rank_zero_info(f"Test metrics written to {path}")

@@ -1,0 +1,61 @@
+"""LightningCLI wiring: subcommands, argument links and test-after-fit. No training logic lives here."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+
+from litstarter.data.base import ArrayDataModule
+from litstarter.task import ImageClassifier
+
+
+class LitStarterCLI(LightningCLI):
+    """``litstarter fit|validate|test|predict``: LightningCLI over :class:`ImageClassifier` and our data modules."""
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        """Link what the data owns into the model, and add ``test_after_fit``."""
+        # The data module knows its classes, channels and size; nobody should type them twice.
+        # apply_on="instantiate": read from the data module object after it is built.
+        for source, target in [
+            ("num_classes", "num_classes"),
+            ("channels", "in_channels"),
+            ("image_size", "image_size"),
+            ("class_names", "class_names"),
+        ]:
+            parser.link_arguments(f"data.{source}", f"model.{target}", apply_on="instantiate")
+        parser.add_argument(
+            "--test_after_fit",
+            type=bool,
+            default=True,
+            help="After `fit`, test the best checkpoint (ModelCheckpoint's `best_model_path`).",
+        )
+
+    def after_fit(self) -> None:
+        """Test the best checkpoint on the test split, unless ``test_after_fit: false``."""
+        if not self.config_value("test_after_fit"):
+            return
+        if self.trainer.interrupted:
+            return
+        ckpt = "best" if getattr(self.trainer.checkpoint_callback, "best_model_path", "") else None
+        self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt)
+
+    def config_value(self, key: str):
+        """A top-level value of the active subcommand's config."""
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        return config.get(key)
+
+
+def main(args: list[str] | None = None) -> LitStarterCLI:
+    """Run the CLI. ``args`` defaults to ``sys.argv[1:]``."""
+    # Quieter, more useful logs by default; users can still override these in the environment.
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::UserWarning:lightning.pytorch.trainer.connectors.data_connector")
+    return LitStarterCLI(
+        ImageClassifier,
+        ArrayDataModule,
+        subclass_mode_data=True,
+        save_config_kwargs={"overwrite": True},
+        auto_configure_optimizers=False,  # the task owns its optimiser; see model.optimizer
+        args=sys.argv[1:] if args is None else args,
+    )

@@ -1,0 +1,98 @@
+"""What every data module here shares: loader settings, the seeded train sampler, class bookkeeping."""
+
+from __future__ import annotations
+
+import os
+
+import lightning as L
+from torch.utils.data import DataLoader, Sampler
+
+from litstarter.data.dataset import ArrayImageDataset
+from litstarter.data.samplers import EpochShuffleSampler
+
+
+def auto_num_workers() -> int:
+    """About half the cores this process may use (hyper-threads share a physical core); 0 on one core.
+
+    Workers are processes that decode/augment while the model trains; more than the physical cores only
+    adds contention with the main process.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS / Windows
+        cores = os.cpu_count() or 1
+    return 0 if cores <= 1 else max(1, cores // 2)
+
+
+class ArrayDataModule(L.LightningDataModule):
+    """Base for data modules that end in :class:`ArrayImageDataset` splits.
+
+    Subclasses fill ``self.train_set`` / ``self.val_set`` / ``self.test_set`` in ``setup`` and set
+    ``self.class_names``; this class builds the loaders.
+
+    Args:
+        batch_size: Samples per batch per device.
+        num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
+        seed: Seed for the split, the shuffling and the augmentation.
+    """
+
+    def __init__(self, batch_size: int = 64, num_workers: int | None = None, seed: int = 42) -> None:
+        super().__init__()
+        if batch_size < 1:
+            raise ValueError(f"data.batch_size must be >= 1, got {batch_size}")
+        if num_workers is not None and num_workers < 0:
+            raise ValueError(f"data.num_workers must be >= 0 or null (auto), got {num_workers}")
+        self.batch_size = batch_size
+        self.num_workers = auto_num_workers() if num_workers is None else num_workers
+        self.seed = seed
+        self.class_names: list[str] = []
+        self.train_set: ArrayImageDataset | None = None
+        self.val_set: ArrayImageDataset | None = None
+        self.test_set: ArrayImageDataset | None = None
+
+    @property
+    def num_classes(self) -> int:
+        """Number of classes, linked into ``model.num_classes`` by the CLI."""
+        return len(self.class_names)
+
+    def _pin_memory(self) -> bool:
+        # Pinned host memory only pays off when batches are copied to an accelerator.
+        trainer = self.trainer
+        return trainer is not None and trainer.accelerator.__class__.__name__ != "CPUAccelerator"
+
+    def _loader(self, dataset: ArrayImageDataset | None, split: str, sampler: Sampler | None = None) -> DataLoader:
+        if dataset is None:
+            raise RuntimeError(f"{type(self).__name__} has no {split} split; was setup() called?")
+        return DataLoader(
+            dataset,
+            batch_size=self.batch_size,
+            sampler=sampler,
+            shuffle=False,  # train order comes from the seeded sampler; val/test never shuffle
+            num_workers=self.num_workers,
+            pin_memory=self._pin_memory(),
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def train_sampler(self) -> Sampler:
+        """The sampler for the train loader; a seeded per-epoch shuffle by default."""
+        return EpochShuffleSampler(len(self.train_set), seed=self.seed)
+
+    def train_dataloader(self) -> DataLoader:
+        """Shuffled (seeded by seed and epoch) and augmented."""
+        return self._loader(self.train_set, "train", sampler=self.train_sampler() if self.train_set else None)
+
+    def val_dataloader(self) -> DataLoader:
+        """In order, no augmentation."""
+        return self._loader(self.val_set, "val")
+
+    def test_dataloader(self) -> DataLoader:
+        """In order, no augmentation."""
+        return self._loader(self.test_set, "test")
+
+    def predict_dataloader(self) -> DataLoader:
+        """The test split, in order."""
+        return self._loader(self.test_set, "test")
+
+    def normalization(self) -> tuple[list[float], list[float]]:
+        """Per-channel ``(mean, std)`` on the 0..1 scale that the model should normalise with."""
+        raise NotImplementedError

@@ -1,0 +1,86 @@
+"""scikit-learn's bundled 8x8 handwritten digits: the default data, available offline."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+from litstarter.data.base import ArrayDataModule
+from litstarter.data.dataset import ArrayImageDataset, channel_stats
+from litstarter.data.transforms import Augmentation
+
+
+class DigitsDataModule(ArrayDataModule):
+    """The 1,797 digits of ``sklearn.datasets.load_digits`` as 1x8x8 uint8 images, split ~70/15/15.
+
+    The split is stratified and seeded, so it is the same in every run and every process.
+
+    Args:
+        batch_size: Samples per batch per device.
+        num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
+        seed: Seed for the split, the shuffling and the augmentation.
+        val_fraction: Fraction of all images held out for validation.
+        test_fraction: Fraction of all images held out for testing.
+        augmentation: Random training augmentation; ``null`` turns it off. No flips: a flipped digit is another glyph.
+        mean: Per-channel mean (0..1 scale) to normalise with; ``null`` computes it from the train split.
+        std: Per-channel std (0..1 scale) to normalise with; ``null`` computes it from the train split.
+    """
+
+    def __init__(
+        self,
+        batch_size: int = 64,
+        num_workers: int | None = None,
+        seed: int = 42,
+        val_fraction: float = 0.15,
+        test_fraction: float = 0.15,
+        augmentation: Augmentation | None = Augmentation(
+            crop_scale=(0.7, 1.0), crop_ratio=(0.9, 1.1), hflip=0.0, color_jitter=0.0
+        ),
+        mean: list[float] | None = None,
+        std: list[float] | None = None,
+    ) -> None:
+        super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
+        if not 0 < val_fraction < 1 or not 0 < test_fraction < 1 or val_fraction + test_fraction >= 1:
+            raise ValueError(
+                f"data.val_fraction={val_fraction} and data.test_fraction={test_fraction} must each be in (0, 1)"
+                " and sum to less than 1"
+            )
+        self.val_fraction = val_fraction
+        self.test_fraction = test_fraction
+        self.augmentation = augmentation
+        self.image_size = (8, 8)
+        self.channels = 1
+        self.class_names = [str(d) for d in range(10)]
+        self._mean, self._std = mean, std
+        self._splits: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+
+    def splits(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """``{"train"|"val"|"test": (images (N, 1, 8, 8) uint8, labels (N,))}``, computed once."""
+        if self._splits is None:
+            digits = load_digits()
+            # Pixel values are 0..16 counts; rescale to the 0..255 of every other image source.
+            images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)[:, None]  # (N, 1, 8, 8)
+            labels = digits.target.astype(np.int64)
+            held_out = self.val_fraction + self.test_fraction
+            x_train, x_rest, y_train, y_rest = train_test_split(
+                images, labels, test_size=held_out, stratify=labels, random_state=self.seed
+            )
+            x_val, x_test, y_val, y_test = train_test_split(
+                x_rest, y_rest, test_size=self.test_fraction / held_out, stratify=y_rest, random_state=self.seed
+            )
+            self._splits = {"train": (x_train, y_train), "val": (x_val, y_val), "test": (x_test, y_test)}
+        return self._splits
+
+    def setup(self, stage: str | None = None) -> None:
+        """Build the three splits (cheap: the data ships inside scikit-learn)."""
+        splits = self.splits()
+        self.train_set = ArrayImageDataset(*splits["train"], self.image_size, self.augmentation)
+        self.val_set = ArrayImageDataset(*splits["val"], self.image_size)
+        self.test_set = ArrayImageDataset(*splits["test"], self.image_size)
+
+    def normalization(self) -> tuple[list[float], list[float]]:
+        """The configured mean/std, or the train split's own statistics."""
+        if self._mean is not None and self._std is not None:
+            return list(self._mean), list(self._std)
+        return channel_stats(self.splits()["train"][0])

@@ -1,0 +1,34 @@
+"""Atomic file writes: a reader (or a resumed run) never sees a half-written file."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp_path)`` on a temporary file beside ``path``, then rename it over ``path``.
+
+    The rename is atomic on POSIX within one filesystem, so a kill at any moment leaves either the old
+    file or the new one, never a torn one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        write(tmp_path)
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+    return path
+
+
+def write_json(path: str | os.PathLike, data) -> Path:
+    """Write ``data`` as indented JSON, atomically."""
+    return atomic_write(path, lambda tmp: tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n"))

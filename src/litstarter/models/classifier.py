@@ -1,0 +1,65 @@
+"""The deployable network: normalisation + backbone + linear head, as one plain ``nn.Module``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+class Classifier(nn.Module):
+    """Take images as they come off the cache, 0..255 in any dtype, and return logits (no softmax).
+
+    Normalisation lives inside the network, as buffers, so that every checkpoint and every export
+    carries the exact preprocessing that training used. Batches can then travel to the device as
+    uint8, a quarter of the bytes of float32.
+
+    Args:
+        backbone: A module mapping ``(B, C, H, W)`` floats to ``(B, backbone.num_features)``.
+        num_classes: Number of output logits.
+        mean: Per-channel mean on the 0..1 scale.
+        std: Per-channel standard deviation on the 0..1 scale.
+        dropout: Dropout before the head.
+    """
+
+    def __init__(
+        self,
+        backbone: nn.Module,
+        num_classes: int,
+        mean: Sequence[float],
+        std: Sequence[float],
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if len(mean) != len(std):
+            raise ValueError(f"mean has {len(mean)} channels but std has {len(std)}")
+        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1) * 255.0)
+        self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1) * 255.0)
+        self.backbone = backbone
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(backbone.num_features, num_classes)
+        # Small head init: the first logits are near zero, so the first loss is about log(num_classes).
+        nn.init.normal_(self.head.weight, std=0.01)
+        nn.init.zeros_(self.head.bias)
+
+    def set_normalization(self, mean: Sequence[float], std: Sequence[float]) -> None:
+        """Overwrite the normalisation buffers (0..1 scale), e.g. with statistics of new data."""
+        self.mean.copy_(torch.as_tensor(mean, dtype=torch.float32).view(1, -1, 1, 1) * 255.0)
+        self.std.copy_(torch.as_tensor(std, dtype=torch.float32).view(1, -1, 1, 1) * 255.0)
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, C, H, W)`` 0..255 -> zero-mean, unit-variance float32."""
+        return (x.float() - self.mean) / self.std
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        """Images ``(B, C, H, W)`` -> pooled features ``(B, F)``."""
+        return self.backbone(self.normalize(x))
+
+    def forward_head(self, features: torch.Tensor) -> torch.Tensor:
+        """Features ``(B, F)`` -> logits ``(B, num_classes)``."""
+        return self.head(self.dropout(features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Images ``(B, C, H, W)`` in 0..255 -> logits ``(B, num_classes)``."""
+        return self.forward_head(self.forward_features(x))
