@@ -1,0 +1,79 @@
+"""Shared fixtures. Train once per session and reuse: the whole suite must stay under 10 minutes on 2 cores."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "configs"
+DEFAULT_CONFIG = CONFIGS / "default.yaml"
+
+# Keep BLAS/OpenMP from oversubscribing the 2 cores when tests spawn processes.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def run_cli(args: list[str]):
+    """Run the LightningCLI in this process and return it (fast: no second `import lightning`)."""
+    from litstarter.cli import main
+
+    return main(args)
+
+
+def run_litstarter(args: list[str], cwd: Path | None = None, timeout: float = 300, env: dict | None = None,
+                   check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``python -m litstarter ARGS`` in a subprocess; on failure, show its output."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, "-m", "litstarter", *args],
+        cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"litstarter {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def fast_fit_args(save_dir: Path, epochs: int = 3, name: str = "digits") -> list[str]:
+    """Arguments for a quick digits fit whose run directory lands under ``save_dir``."""
+    return [
+        "fit", "--config", str(DEFAULT_CONFIG),
+        f"--trainer.max_epochs={epochs}",
+        f"--trainer.logger.init_args.save_dir={save_dir}",
+        f"--trainer.logger.init_args.name={name}",
+        "--trainer.enable_progress_bar=false",
+        "--trainer.enable_model_summary=false",
+        "--data.init_args.num_workers=0",
+    ]
+
+
+def free_port() -> int:
+    """A TCP port that is free right now on loopback."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def digits_run(tmp_path_factory) -> Path:
+    """One short digits fit (3 epochs, in-process), shared by every test that needs a trained run.
+
+    Returns the run directory ``<save_dir>/digits/version_0`` with config.yaml, checkpoints/ and metrics.json.
+    Treat it as read-only; copy it if a test must change it.
+    """
+    save_dir = tmp_path_factory.mktemp("digits_run")
+    run_cli(fast_fit_args(save_dir, epochs=3))
+    run_dir = save_dir / "digits" / "version_0"
+    assert (run_dir / "checkpoints" / "last.ckpt").exists()
+    return run_dir
+
+
+def best_checkpoint(run_dir: Path) -> Path:
+    """The best (non-last) checkpoint of a run."""
+    ckpts = [p for p in (run_dir / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
+    assert len(ckpts) == 1, ckpts
+    return ckpts[0]
