@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 from torchvision.transforms.v2 import functional as F
 
+from litstarter.preprocess import center_crop_array
+
 
 @dataclass
 class Augmentation:
@@ -67,7 +69,8 @@ def center_crop_or_resize(image: torch.Tensor, size: tuple[int, int]) -> torch.T
     if tuple(image.shape[-2:]) == tuple(size):
         return image
     if image.shape[-2] >= size[0] and image.shape[-1] >= size[1]:
-        return F.center_crop(image, list(size))
+        # The same arithmetic as preprocess.center_crop_array, so inference on files matches eval exactly.
+        return center_crop_array(image, size)
     return F.resize(image, list(size), antialias=True)
 
 
