@@ -25,28 +25,39 @@ def run_cli(args: list[str]):
     return main(args)
 
 
-def run_litstarter(args: list[str], cwd: Path | None = None, timeout: float = 300, env: dict | None = None,
-                   check: bool = True) -> subprocess.CompletedProcess:
+def run_litstarter(
+    args: list[str],
+    cwd: Path | None = None,
+    timeout: float = 300,
+    env: dict | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
     """Run ``python -m litstarter ARGS`` in a subprocess; on failure, show its output."""
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run(
         [sys.executable, "-m", "litstarter", *args],
-        cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd or REPO,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"litstarter {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        raise AssertionError(
+            f"litstarter {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        )
     return proc
 
 
 def fast_fit_args(save_dir: Path, epochs: int = 3, name: str = "digits") -> list[str]:
     """Arguments for a quick digits fit whose run directory lands under ``save_dir``."""
     return [
-        "fit", "--config", str(DEFAULT_CONFIG),
+        "fit",
+        "--config",
+        str(DEFAULT_CONFIG),
         f"--trainer.max_epochs={epochs}",
         f"--trainer.logger.init_args.save_dir={save_dir}",
         f"--trainer.logger.init_args.name={name}",
-        "--trainer.enable_progress_bar=false",
-        "--trainer.enable_model_summary=false",
         "--data.init_args.num_workers=0",
     ]
 

@@ -50,7 +50,9 @@ class LitStarterCLI(LightningCLI):
 def main(args: list[str] | None = None) -> LitStarterCLI:
     """Run the CLI. ``args`` defaults to ``sys.argv[1:]``."""
     # Quieter, more useful logs by default; users can still override these in the environment.
-    os.environ.setdefault("PYTHONWARNINGS", "ignore::UserWarning:lightning.pytorch.trainer.connectors.data_connector")
+    os.environ.setdefault(
+        "PYTHONWARNINGS", "ignore::UserWarning:lightning.pytorch.trainer.connectors.data_connector"
+    )
     return LitStarterCLI(
         ImageClassifier,
         ArrayDataModule,

@@ -50,6 +50,16 @@ class WarmupCosineLR(LRScheduler):
         progress = min(1.0, (step - warmup) / max(1.0, self.total_steps - warmup))
         return self.min_lr_ratio + (1 - self.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
+    def state_dict(self) -> dict:
+        """Scheduler state without ``total_steps``: a resumed run follows its *current* plan.
+
+        Resuming with a larger ``--trainer.max_epochs`` then stretches the cosine over the new length
+        instead of idling at the floor; resuming with the same plan gives exactly the same schedule.
+        """
+        state = super().state_dict()
+        state.pop("total_steps", None)
+        return state
+
     def get_lr(self) -> list[float]:
         """Learning rates for the current step, one per parameter group."""
         f = self.factor(self.last_epoch)

@@ -24,7 +24,11 @@ class WriteTestMetrics(L.Callback):
         """Collect the logged test metrics and write them atomically."""
         if not trainer.is_global_zero:
             return
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/") and v.numel() == 1}
+        metrics = {
+            k: float(v)
+            for k, v in trainer.callback_metrics.items()
+            if k.startswith("test/") and v.numel() == 1
+        }
         path = Path(trainer.log_dir or trainer.default_root_dir) / self.filename
         write_json(path, metrics)
         rank_zero_info(f"Test metrics written to {path}")

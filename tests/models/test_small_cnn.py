@@ -1,0 +1,38 @@
+"""The default backbone and the registry."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from litstarter.models import Classifier, create_backbone, list_backbones
+
+
+@pytest.mark.parametrize("size", [8, 32])
+@pytest.mark.parametrize("channels", [1, 3])
+def test_small_cnn_shapes(size: int, channels: int) -> None:
+    backbone = create_backbone("small_cnn", in_channels=channels)
+    feats = backbone(torch.randn(2, channels, size, size))
+    assert feats.shape == (2, backbone.num_features)
+
+
+def test_kaiming_init_keeps_activation_scale() -> None:
+    torch.manual_seed(0)
+    backbone = create_backbone("small_cnn", in_channels=3)
+    conv = next(m for m in backbone.modules() if isinstance(m, nn.Conv2d) and m.in_channels > 3)
+    fan_out = conv.out_channels * conv.kernel_size[0] * conv.kernel_size[1]
+    assert abs(conv.weight.std().item() - (2.0 / fan_out) ** 0.5) < 0.01
+
+
+def test_registry_lists_and_rejects_unknown_names() -> None:
+    assert "small_cnn" in list_backbones()
+    with pytest.raises(ValueError, match="small_cnn"):
+        create_backbone("no_such_net")
+
+
+def test_classifier_normalises_inside() -> None:
+    net = Classifier(create_backbone("small_cnn", in_channels=1), 3, mean=[0.5], std=[0.25]).eval()
+    x = torch.full((1, 1, 8, 8), 127.5)
+    assert torch.allclose(net.normalize(x), torch.zeros_like(x))
+    assert torch.equal(net(x.to(torch.uint8)), net(x.to(torch.uint8).float()))

@@ -1,0 +1,62 @@
+"""The CLI surface: entry points, bad input at parse time, missing checkpoints."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DEFAULT_CONFIG, REPO, run_cli
+
+
+def test_console_script_and_module_entry_point_both_work() -> None:
+    exe = Path(sys.executable).parent / "litstarter"
+    assert exe.exists() or shutil.which("litstarter"), "console script `litstarter` is not installed"
+    for cmd in ([str(exe)], [sys.executable, "-m", "litstarter"]):
+        proc = subprocess.run([*cmd, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        for sub in ("fit", "validate", "test", "predict"):
+            assert sub in proc.stdout
+
+
+def test_fit_help_documents_model_and_data_arguments(capsys) -> None:
+    with pytest.raises(SystemExit):
+        run_cli(["fit", "--config", str(DEFAULT_CONFIG), "--help"])
+    out = capsys.readouterr().out
+    assert "--model.label_smoothing" in out and "label smoothing" in out.lower()
+    assert "--test_after_fit" in out
+
+
+def test_unknown_config_key_fails_at_parse_time_naming_the_key(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model:\n  lable_smoothing: 0.1\n")
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(["fit", "--config", str(DEFAULT_CONFIG), "--config", str(bad)])
+    assert exit_info.value.code != 0
+    assert "lable_smoothing" in capsys.readouterr().err
+
+
+def test_wrong_type_fails_at_parse_time_naming_the_key(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(["fit", "--config", str(DEFAULT_CONFIG), "--trainer.max_epochs=many"])
+    assert exit_info.value.code != 0
+    err = capsys.readouterr().err
+    assert "max_epochs" in err and "many" in err
+
+
+def test_missing_checkpoint_path_names_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "last.ckpt"
+    with pytest.raises(FileNotFoundError, match=str(missing)):
+        run_cli(
+            [
+                "test",
+                "--config",
+                str(DEFAULT_CONFIG),
+                f"--ckpt_path={missing}",
+                f"--trainer.logger.init_args.save_dir={tmp_path}",
+                "--data.init_args.num_workers=0",
+            ]
+        )
