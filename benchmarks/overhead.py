@@ -1,0 +1,114 @@
+"""Lightning's per-step overhead against a hand-written loop, measured side by side in one run.
+
+    .venv/bin/python benchmarks/overhead.py [--epochs 6] [--batch_size 64]
+
+Both loops train the same model (the default config's ImageClassifier) on the same digits loader with the
+same optimiser, schedule and clipping. The Trainer runs with the template's default callbacks and logger,
+built from configs/default.yaml exactly as `litstarter fit` builds them. We time the interval between
+consecutive train-batch starts (data loading + step + every hook), drop the first epoch as warm-up, and
+compare medians. Prints the ratio Lightning / hand-written (target <= 1.05).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import lightning as L
+import torch
+
+from litstarter.cli import LitStarterCLI
+from litstarter.data.base import ArrayDataModule
+from litstarter.task import ImageClassifier
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class BatchStartTimes(L.Callback):
+    """Records ``time.perf_counter()`` at every train-batch start, per epoch."""
+
+    def __init__(self) -> None:
+        self.epochs: list[list[float]] = []
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self.epochs.append([])
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self.epochs[-1].append(time.perf_counter())
+
+
+def step_times(epochs: list[list[float]]) -> list[float]:
+    """Intervals between consecutive batch starts, within epochs, skipping the first (warm-up) epoch."""
+    return [b - a for stamps in epochs[1:] for a, b in zip(stamps, stamps[1:], strict=False)]
+
+
+def build(args: list[str]) -> LitStarterCLI:
+    return LitStarterCLI(
+        ImageClassifier, ArrayDataModule, subclass_mode_data=True, run=False, auto_configure_optimizers=False, args=args
+    )
+
+
+def lightning_loop(base_args: list[str], epochs: int, extra: list[str] = ()) -> list[float]:
+    cli = build([*base_args, f"--trainer.max_epochs={epochs}", *extra])
+    timer = BatchStartTimes()
+    cli.trainer.callbacks.append(timer)
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    return step_times(timer.epochs)
+
+
+def hand_loop(base_args: list[str], epochs: int) -> list[float]:
+    cli = build([*base_args, f"--trainer.max_epochs={epochs}"])  # same model/data config, Trainer unused
+    model, dm = cli.model, cli.datamodule
+    clip = cli.trainer.gradient_clip_val
+    dm.setup("fit")
+    model.net.set_normalization(*dm.normalization())
+    loader = dm.train_dataloader()
+    optimizer = model.optimizer(model.parameters())
+    scheduler = model.lr_scheduler(optimizer, total_steps=epochs * len(loader))
+    model.train()
+    times: list[list[float]] = []
+    for epoch in range(epochs):
+        loader.sampler.set_epoch(epoch)
+        times.append([])
+        for images, labels in loader:
+            times[-1].append(time.perf_counter())
+            optimizer.zero_grad(set_to_none=True)
+            loss = model.criterion(model(images), labels)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            scheduler.step()
+    return step_times(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=2, help="alternate the loops this many times")
+    opts = parser.parse_args()
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    with tempfile.TemporaryDirectory() as tmp:
+        base = [
+            "--config",
+            str(REPO / "configs" / "default.yaml"),
+            f"--trainer.logger.init_args.save_dir={tmp}",
+            f"--data.init_args.batch_size={opts.batch_size}",
+        ]
+        results: dict[str, list[float]] = {"hand": [], "lightning": []}
+        for _ in range(opts.repeats):  # interleave so drift in machine load hits both alike
+            results["hand"] += hand_loop(base, opts.epochs)
+            results["lightning"] += lightning_loop(base, opts.epochs)
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(
+        f"median step: hand-written {med['hand'] * 1e3:.2f} ms, Lightning {med['lightning'] * 1e3:.2f} ms "
+        f"({len(results['hand'])} / {len(results['lightning'])} steps)"
+    )
+    print(f"ratio Lightning / hand-written: {med['lightning'] / med['hand']:.3f}  (target <= 1.05)")
+
+
+if __name__ == "__main__":
+    main()
