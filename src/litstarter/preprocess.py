@@ -107,6 +107,22 @@ def load_image(path: str | os.PathLike, channels: int, size: tuple[int, int]) ->
     return array[None] if array.ndim == 2 else array.transpose(2, 0, 1)  # (C, H, W)
 
 
+def try_load_image(
+    path: str | os.PathLike, channels: int, size: tuple[int, int]
+) -> tuple[np.ndarray | None, str | None]:
+    """:func:`load_image`, but a bad file returns ``(None, reason)`` instead of raising.
+
+    For batch builds (the cache) that must report every bad file, not just the first; picklable, so it can
+    run in a process pool.
+    """
+    try:
+        if os.path.getsize(path) == 0:
+            return None, "empty file (0 bytes)"
+        return load_image(path, channels, size), None
+    except Exception as error:  # noqa: BLE001 - any decode failure is a bad file; the caller reports it
+        return None, f"{type(error).__name__}: {error}"
+
+
 def center_crop_array(array: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """Centre-crop a ``(C, H, W)`` array to ``size`` (must fit), matching the eval view of the dataset."""
     h, w = array.shape[-2:]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 import lightning as L
-from torch.utils.data import DataLoader, Sampler
+import numpy as np
+from torch.utils.data import BatchSampler, DataLoader, Sampler
 
 from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import EpochShuffleSampler
@@ -60,22 +61,30 @@ class ArrayDataModule(L.LightningDataModule):
         trainer = self.trainer
         return trainer is not None and trainer.accelerator.__class__.__name__ != "CPUAccelerator"
 
-    def _loader(self, dataset: ArrayImageDataset | None, split: str, sampler: Sampler | None = None) -> DataLoader:
+    def _loader(
+        self, dataset: ArrayImageDataset | None, split: str, sampler: Sampler | BatchSampler | None = None
+    ) -> DataLoader:
         if dataset is None:
             raise RuntimeError(f"{type(self).__name__} has no {split} split; was setup() called?")
-        return DataLoader(
-            dataset,
-            batch_size=self.batch_size,
-            sampler=sampler,
-            shuffle=False,  # train order comes from the seeded sampler; val/test never shuffle
-            num_workers=self.num_workers,
-            pin_memory=self._pin_memory(),
-            persistent_workers=self.num_workers > 0,
-        )
+        workers = {
+            "num_workers": self.num_workers,
+            "pin_memory": self._pin_memory(),
+            "persistent_workers": self.num_workers > 0,
+        }
+        if isinstance(sampler, BatchSampler):  # it forms the batches itself (e.g. class-balanced ones)
+            return DataLoader(dataset, batch_sampler=sampler, **workers)
+        # train order comes from the seeded sampler; val/test never shuffle
+        return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, shuffle=False, **workers)
 
-    def train_sampler(self) -> Sampler:
-        """The sampler for the train loader; a seeded per-epoch shuffle by default."""
+    def train_sampler(self) -> Sampler | BatchSampler:
+        """The sampler (or batch sampler) for the train loader; a seeded per-epoch shuffle by default."""
         return EpochShuffleSampler(len(self.train_set), seed=self.seed)
+
+    def class_counts(self) -> np.ndarray:
+        """Training samples per class, ``(num_classes,)``; for inverse-frequency loss weights."""
+        if self.train_set is None:
+            raise RuntimeError(f"{type(self).__name__} has no train split; was setup() called?")
+        return self.train_set.class_counts(self.num_classes)
 
     def train_dataloader(self) -> DataLoader:
         """Shuffled (seeded by seed and epoch) and augmented."""
