@@ -9,7 +9,9 @@ from __future__ import annotations
 import sys
 
 # Light subcommands: name -> "module:function"; each function takes argv and returns an exit code.
-LIGHT_COMMANDS: dict[str, str] = {}
+LIGHT_COMMANDS: dict[str, str] = {
+    "doctor": "litstarter.doctor:main",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
