@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from typing import Literal
 
 import lightning as L
 import torch
@@ -40,6 +41,9 @@ class ImageClassifier(L.LightningModule):
         lr_scheduler: Scheduler factory, stepped every optimiser step; linear warmup then cosine by default.
             A ``total_steps`` argument left unset is filled from ``trainer.estimated_stepping_batches``.
         label_smoothing: Cross-entropy label smoothing in [0, 1).
+        class_weights: Cross-entropy weight per class: ``auto`` (inverse class frequency of the data module's
+            train split, computed when fitting starts and saved in checkpoints), a list of ``num_classes``
+            weights, or ``null`` (unweighted). A loss-side alternative to ``data.sampler``.
     """
 
     def __init__(
@@ -54,6 +58,7 @@ class ImageClassifier(L.LightningModule):
         optimizer: OptimizerCallable = _default_optimizer,
         lr_scheduler: LRSchedulerCallable = _default_scheduler,
         label_smoothing: float = 0.0,
+        class_weights: Literal["auto"] | list[float] | None = None,
     ) -> None:
         super().__init__()
         if num_classes < 2:
@@ -62,6 +67,12 @@ class ImageClassifier(L.LightningModule):
             raise ValueError(f"model.class_names has {len(class_names)} names but num_classes is {num_classes}")
         if not 0 <= label_smoothing < 1:
             raise ValueError(f"model.label_smoothing must be in [0, 1), got {label_smoothing}")
+        if isinstance(class_weights, str) and class_weights != "auto":
+            raise ValueError(f"model.class_weights must be 'auto', a list of weights or null, got {class_weights!r}")
+        if isinstance(class_weights, (list, tuple)) and (len(class_weights) != num_classes or min(class_weights) <= 0):
+            raise ValueError(
+                f"model.class_weights must be {num_classes} positive numbers (one per class), got {class_weights}"
+            )
         self.save_hyperparameters()
         self.class_names = list(class_names) if class_names else [str(i) for i in range(num_classes)]
         self.optimizer = optimizer
@@ -73,7 +84,11 @@ class ImageClassifier(L.LightningModule):
             std=[0.25] * in_channels,
             dropout=dropout,
         )
-        self.criterion = nn.CrossEntropyLoss(label_smoothing=label_smoothing)
+        # The weight is a buffer of the loss module, so checkpoints carry it (also the `auto` one from setup).
+        weight = None
+        if class_weights is not None:
+            weight = torch.ones(num_classes) if class_weights == "auto" else torch.tensor(class_weights).float()
+        self.criterion = nn.CrossEntropyLoss(weight=weight, label_smoothing=label_smoothing)
         metrics = MetricCollection(
             {
                 "acc": MulticlassAccuracy(num_classes, average="micro"),
@@ -91,6 +106,10 @@ class ImageClassifier(L.LightningModule):
         if stage == "fit" and datamodule is not None and hasattr(datamodule, "normalization"):
             # Overwritten again by a checkpoint's buffers when resuming; that is the right order.
             self.net.set_normalization(*datamodule.normalization())
+        if stage == "fit" and self.hparams.get("class_weights") == "auto":
+            if datamodule is None or not hasattr(datamodule, "class_counts"):
+                raise ValueError("model.class_weights=auto needs a data module with class_counts()")
+            self.criterion.weight.copy_(inverse_frequency_weights(datamodule.class_counts(), self.class_names))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images ``(B, C, H, W)`` in 0..255 -> logits ``(B, num_classes)``."""
@@ -152,6 +171,15 @@ class ImageClassifier(L.LightningModule):
         if _accepts_unset_total_steps(self.lr_scheduler):
             kwargs["total_steps"] = int(self.trainer.estimated_stepping_batches)
         return self.lr_scheduler(optimizer, **kwargs)
+
+
+def inverse_frequency_weights(counts, class_names: list[str]) -> torch.Tensor:
+    """``total / (K * count)`` per class: 1 for every class when balanced, larger for rarer classes."""
+    counts = torch.as_tensor(counts, dtype=torch.float64)
+    if len(counts) != len(class_names) or (counts == 0).any():
+        missing = [name for name, n in zip(class_names, counts.tolist(), strict=False) if n == 0]
+        raise ValueError(f"model.class_weights=auto: no training samples for classes {missing} ({counts.tolist()})")
+    return (counts.sum() / (len(counts) * counts)).float()
 
 
 def _accepts_unset_total_steps(factory) -> bool:
