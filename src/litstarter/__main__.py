@@ -11,6 +11,8 @@ import sys
 # Light subcommands: name -> "module:function"; each function takes argv and returns an exit code.
 LIGHT_COMMANDS: dict[str, str] = {
     "doctor": "litstarter.doctor:main",
+    "export": "litstarter.export:main",
+    "infer": "litstarter.infer:main",
 }
 
 

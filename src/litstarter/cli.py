@@ -25,6 +25,8 @@ class LitStarterCLI(LightningCLI):
             ("class_names", "class_names"),
         ]:
             parser.link_arguments(f"data.{source}", f"model.{target}", apply_on="instantiate")
+        # The stored (cache) size, for inference on files; digits stores at image_size and has no attribute.
+        parser.link_arguments("data", "model.cache_size", compute_fn=stored_image_size, apply_on="instantiate")
         parser.add_argument(
             "--test_after_fit",
             type=bool,
@@ -45,6 +47,12 @@ class LitStarterCLI(LightningCLI):
         """A top-level value of the active subcommand's config."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         return config.get(key)
+
+
+def stored_image_size(datamodule) -> tuple[int, int]:
+    """The size a data module stores images at: its ``cache_size``, or ``image_size`` if it keeps them as is."""
+    size = getattr(datamodule, "cache_size", None) or datamodule.image_size
+    return tuple(int(v) for v in size)  # a new tuple: hparams.yaml would write an alias of image_size
 
 
 def main(args: list[str] | None = None) -> LitStarterCLI:

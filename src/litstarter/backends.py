@@ -1,0 +1,224 @@
+"""Run any litstarter artifact the same way: ``(B, C, H, W)`` uint8 numpy in, float32 logits ``(B, K)`` out.
+
+``infer`` and the verification in ``export`` both go through :func:`open_model`, so what export checks is
+what inference runs. Torch is imported only inside the torch backends: an ``.onnx`` model runs on a box
+that has onnxruntime, numpy and Pillow and nothing else.
+
+| suffix | backend | runtime |
+| --- | --- | --- |
+| ``.ckpt`` | the Lightning checkpoint, rebuilt as the plain ``Classifier`` | torch (eager) |
+| ``.pt`` | ``weights.pt`` (a state_dict) + the architecture in ``model.json`` | torch (eager) |
+| ``.ts`` | TorchScript | ``torch.jit.load`` |
+| ``.pt2`` | ``torch.export`` program | ``torch.export.load`` |
+| ``.onnx`` | ONNX, fp32 or INT8 | ``onnxruntime.InferenceSession`` |
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from litstarter.contract import EMBEDDED_KEY, SIDECAR_NAME, ContractError, ModelContract, read_sidecar
+
+#: File suffix -> backend kind.
+KINDS = {".ckpt": "checkpoint", ".pt": "weights", ".ts": "torchscript", ".pt2": "exported", ".onnx": "onnx"}
+
+TORCHSCRIPT_NOTE = (
+    "TorchScript is deprecated since torch 2.10 and torch.jit warns on every call; litstarter still writes and "
+    "loads model.ts for deployments that need it, but prefer model.pt2 (torch.export) or model.onnx."
+)
+_torchscript_noted = False
+
+
+@contextlib.contextmanager
+def torchscript_quietly() -> Iterator[None]:
+    """Silence torch.jit's per-call deprecation warnings inside the block, and warn once per process instead."""
+    global _torchscript_noted
+    if not _torchscript_noted:
+        _torchscript_noted = True
+        warnings.warn(TORCHSCRIPT_NOTE, FutureWarning, stacklevel=3)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"`torch\.jit\.", category=FutureWarning)
+        yield
+
+
+def kind_of(path: str | os.PathLike) -> str:
+    """The backend kind for a model file, from its suffix.
+
+    Raises:
+        ValueError: For an unknown suffix; the message lists the known ones.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix not in KINDS:
+        raise ValueError(f"don't know how to run {path}: expected one of {sorted(KINDS)} (suffix {suffix!r})")
+    return KINDS[suffix]
+
+
+class Backend:
+    """A loaded model: call it on ``(B, C, H, W)`` uint8 images to get ``(B, K)`` float32 logits.
+
+    Args:
+        path: The model file.
+        kind: One of :data:`KINDS`' values.
+        contract: The model's input contract.
+        run: The function doing the work.
+        runtime: A human-readable runtime name and version, for reports.
+    """
+
+    def __init__(
+        self, path: Path, kind: str, contract: ModelContract, run: Callable[[np.ndarray], np.ndarray], runtime: str
+    ) -> None:
+        self.path = path
+        self.kind = kind
+        self.contract = contract
+        self.runtime = runtime
+        self._run = run
+
+    def __call__(self, images: np.ndarray) -> np.ndarray:
+        """``(B, C, H, W)`` uint8 -> ``(B, num_classes)`` float32 logits."""
+        c = self.contract
+        expected = (c.channels, *c.image_size)
+        if images.dtype != np.uint8 or images.ndim != 4 or tuple(images.shape[1:]) != expected:
+            raise ValueError(
+                f"{self.path.name} takes uint8 (B, {', '.join(map(str, expected))}) images, "
+                f"got {images.dtype} {tuple(images.shape)}"
+            )
+        return np.asarray(self._run(np.ascontiguousarray(images)), dtype=np.float32)
+
+
+def open_model(
+    path: str | os.PathLike,
+    kind: str | None = None,
+    contract: ModelContract | None = None,
+    num_threads: int | None = None,
+) -> Backend:
+    """Load a model file into a :class:`Backend`.
+
+    The contract comes from, in order: ``contract`` if given; the copy embedded in the artifact (ONNX metadata,
+    TorchScript / pt2 extra files); ``model.json`` beside it; for a checkpoint, its hyper-parameters.
+
+    Args:
+        path: A ``.ckpt``, ``weights.pt``, ``.ts``, ``.pt2`` or ``.onnx`` file.
+        kind: Backend kind; inferred from the suffix when ``None`` (export passes it for temporary names).
+        contract: Use this contract instead of looking for one.
+        num_threads: Intra-op threads for the runtime; ``None`` keeps the runtime's default.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        ValueError: (``CheckpointError``, ``ContractError``) for a refused, mismatched or undescribed model.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"model not found: {path}")
+    kind = kind or kind_of(path)
+    loader = {
+        "onnx": _open_onnx,
+        "checkpoint": _open_checkpoint,
+        "weights": _open_weights,
+        "torchscript": _open_torchscript,
+        "exported": _open_exported,
+    }[kind]
+    return loader(path, contract, num_threads)
+
+
+def _resolve_contract(path: Path, contract: ModelContract | None, embedded: str | bytes | None) -> ModelContract:
+    if contract is not None:
+        return contract
+    if embedded:
+        return ModelContract.from_json(embedded, source=f"the contract embedded in {path}")
+    sidecar = read_sidecar(path)
+    if sidecar is None:
+        raise ContractError(f"{path} carries no input contract and there is no {SIDECAR_NAME} beside it")
+    return sidecar
+
+
+def _open_onnx(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    if num_threads:
+        options.intra_op_num_threads = num_threads
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    embedded = session.get_modelmeta().custom_metadata_map.get(EMBEDDED_KEY)
+    contract = _resolve_contract(path, contract, embedded)
+    inputs = {i.name: i.type for i in session.get_inputs()}
+    if inputs.get(contract.input_name) != "tensor(uint8)":
+        raise ContractError(f"{path}: expected a uint8 input named {contract.input_name!r}, found {inputs}")
+
+    def run(images: np.ndarray) -> np.ndarray:
+        return session.run([contract.output_name], {contract.input_name: images})[0]
+
+    return Backend(path, "onnx", contract, run, f"onnxruntime {ort.__version__}")
+
+
+def _torch_run(module, num_threads: int | None) -> Callable[[np.ndarray], np.ndarray]:
+    """Wrap a torch callable: numpy in, numpy out, under ``inference_mode``."""
+    import torch
+
+    if num_threads:
+        torch.set_num_threads(num_threads)
+
+    def run(images: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return module(torch.from_numpy(images)).float().numpy()
+
+    return run
+
+
+def _open_checkpoint(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
+    import torch
+
+    from litstarter.checkpoint import classifier_from_checkpoint
+
+    net, hparams = classifier_from_checkpoint(path)
+    if contract is None:
+        mean = (net.mean.flatten() / 255.0).tolist()
+        std = (net.std.flatten() / 255.0).tolist()
+        contract = ModelContract.from_hparams(hparams, mean, std)
+    return Backend(path, "checkpoint", contract, _torch_run(net.eval(), num_threads), f"torch {torch.__version__}")
+
+
+def _open_weights(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
+    import torch
+
+    from litstarter.checkpoint import CheckpointError, build_classifier, load_state_dict_checked, load_torch_file
+
+    contract = _resolve_contract(path, contract, None)  # a state_dict carries nothing but tensors
+    if not contract.architecture:
+        raise ContractError(f"the contract for {path} has no 'architecture', so weights.pt cannot be rebuilt")
+    state = load_torch_file(path)
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{path} is not a state_dict (a dict of tensors); for a Lightning checkpoint use .ckpt")
+    net = build_classifier(contract.architecture)
+    load_state_dict_checked(net, state, source=f"weights {path}")
+    return Backend(path, "weights", contract, _torch_run(net.eval(), num_threads), f"torch {torch.__version__}")
+
+
+def _open_torchscript(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
+    import torch
+
+    extra = {EMBEDDED_KEY: ""}
+    with torchscript_quietly():
+        module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
+    contract = _resolve_contract(path, contract, extra[EMBEDDED_KEY])
+    return Backend(
+        path, "torchscript", contract, _torch_run(module.eval(), num_threads), f"torch.jit {torch.__version__}"
+    )
+
+
+def _open_exported(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
+    import torch
+
+    extra = {EMBEDDED_KEY: ""}
+    # Through a buffer: torch.export.load insists on a ".pt2" file name, and export verifies temporary files.
+    program = torch.export.load(io.BytesIO(path.read_bytes()), extra_files=extra)
+    contract = _resolve_contract(path, contract, extra[EMBEDDED_KEY])
+    # No .eval() here (an exported module refuses it): the program was captured from the model in eval mode.
+    module = program.module()
+    return Backend(path, "exported", contract, _torch_run(module, num_threads), f"torch.export {torch.__version__}")

@@ -1,0 +1,121 @@
+"""Load weights safely: only ever ``torch.load(..., weights_only=True)``, with errors that name what does not fit.
+
+A Lightning checkpoint made by litstarter is rebuilt here into the deployable :class:`Classifier` from its
+``hyper_parameters`` alone, without Lightning and without running any pickled code.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from litstarter.models import Classifier, create_backbone
+
+
+class CheckpointError(ValueError):
+    """A checkpoint or weights file that cannot be used as asked; the message names the file and the problem."""
+
+
+def load_torch_file(path: str | os.PathLike) -> object:
+    """``torch.load(path, weights_only=True)`` on the CPU, with errors that name the file.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        CheckpointError: If the file holds anything but tensors and plain containers (its pickle could run
+            code, so it is refused), or is not a torch file at all.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(
+            f"refusing to load {path}: torch.load(weights_only=True) rejected it ({reason}). It is not a plain "
+            "tensors-and-containers file, and unpickling it fully could run arbitrary code."
+        ) from None
+    except (RuntimeError, EOFError, OSError) as err:
+        raise CheckpointError(f"cannot read {path} as a torch file: {err}") from None
+
+
+def build_classifier(architecture: Mapping) -> Classifier:
+    """An untrained :class:`Classifier` shaped as ``architecture`` says (the keys of ``contract.ARCHITECTURE_KEYS``).
+
+    Mirrors how ``ImageClassifier`` builds ``self.net``; ``tests/test_checkpoint.py`` checks they agree.
+    The normalisation buffers are placeholders until weights are loaded.
+    """
+    missing = [k for k in ("backbone", "num_classes", "in_channels") if k not in architecture]
+    if missing:
+        raise CheckpointError(f"architecture is missing {missing}; got keys {sorted(architecture)}")
+    channels = int(architecture["in_channels"])
+    backbone = create_backbone(
+        architecture["backbone"], in_channels=channels, **(architecture.get("backbone_kwargs") or {})
+    )
+    return Classifier(
+        backbone,
+        num_classes=int(architecture["num_classes"]),
+        mean=[0.5] * channels,
+        std=[0.25] * channels,
+        dropout=float(architecture.get("dropout") or 0.0),
+    )
+
+
+def load_state_dict_checked(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: str) -> None:
+    """``model.load_state_dict(state_dict)``, but first list every missing, unexpected or mis-shaped key.
+
+    Args:
+        model: The module to fill.
+        state_dict: Tensors keyed as in ``model.state_dict()``.
+        source: What the weights came from (a path, a description); it leads the error message.
+
+    Raises:
+        CheckpointError: If the keys or shapes differ; the message names them, e.g. a head sized for another
+            number of classes shows up as ``head.weight: file (5, 128) vs model (10, 128)``.
+    """
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state_dict))
+    unexpected = sorted(set(state_dict) - set(expected))
+    mismatched = [
+        f"{key}: file {tuple(state_dict[key].shape)} vs model {tuple(expected[key].shape)}"
+        for key in expected
+        if key in state_dict and tuple(state_dict[key].shape) != tuple(expected[key].shape)
+    ]
+    problems = []
+    for label, items in (("shape mismatch", mismatched), ("missing keys", missing), ("unexpected keys", unexpected)):
+        if items:
+            shown = ", ".join(items[:8]) + (f", ... ({len(items)} in all)" if len(items) > 8 else "")
+            problems.append(f"{label}: {shown}")
+    if problems:
+        raise CheckpointError(
+            f"{source} does not fit the model it should load into (a different architecture or number of "
+            f"classes?): {'; '.join(problems)}"
+        )
+    model.load_state_dict(state_dict)
+
+
+def classifier_from_checkpoint(path: str | os.PathLike) -> tuple[Classifier, dict]:
+    """Rebuild the trained :class:`Classifier` (in eval mode) and return it with the checkpoint's hyper-parameters.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        CheckpointError: If the file is refused by ``weights_only=True``, is not a litstarter checkpoint, or its
+            weights do not fit the architecture its hyper-parameters describe.
+    """
+    checkpoint = load_torch_file(path)
+    if not isinstance(checkpoint, dict) or not {"state_dict", "hyper_parameters"} <= checkpoint.keys():
+        found = sorted(checkpoint)[:10] if isinstance(checkpoint, dict) else type(checkpoint).__name__
+        raise CheckpointError(
+            f"{path} is not a litstarter checkpoint: expected a dict with 'state_dict' and 'hyper_parameters', "
+            f"found {found}"
+        )
+    hparams = dict(checkpoint["hyper_parameters"])
+    net = build_classifier(hparams)
+    state = {k.removeprefix("net."): v for k, v in checkpoint["state_dict"].items() if k.startswith("net.")}
+    load_state_dict_checked(net, state, source=f"checkpoint {path}")
+    return net.eval(), hparams

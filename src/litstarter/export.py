@@ -1,0 +1,566 @@
+"""``litstarter export``: a checkpoint -> weights.pt, TorchScript, torch.export, ONNX and INT8 ONNX, each verified.
+
+Usage::
+
+    litstarter export --ckpt_path runs/digits/version_0/checkpoints/last.ckpt [--formats onnx int8] [--out DIR]
+
+Every artifact is written under a temporary name, loaded back in its own runtime (through the same
+:func:`litstarter.backends.open_model` that ``infer`` uses), run on real test-split images at batch sizes 1
+and 32 and compared with the eager model in eval mode. Only artifacts within tolerance are renamed into
+place; the figures go to ``export_report.json`` and a printed table, and any failure exits 1 naming the
+artifact and the figure. ``model.json`` (the input contract, see :mod:`litstarter.contract`) is written
+beside the artifacts, and the ONNX, TorchScript and pt2 files embed the same JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from onnxruntime.quantization import CalibrationDataReader
+
+import litstarter
+from litstarter.backends import Backend, open_model, torchscript_quietly
+from litstarter.checkpoint import classifier_from_checkpoint
+from litstarter.contract import EMBEDDED_KEY, SIDECAR_NAME, ModelContract
+from litstarter.io import atomic_write, write_json
+from litstarter.models import Classifier
+
+#: Format name (for --formats) -> (file name, backend kind).
+FORMATS: dict[str, tuple[str, str]] = {
+    "weights": ("weights.pt", "weights"),
+    "ts": ("model.ts", "torchscript"),
+    "pt2": ("model.pt2", "exported"),
+    "onnx": ("model.onnx", "onnx"),
+    "int8": ("model.int8.onnx", "onnx"),
+}
+REPORT_NAME = "export_report.json"
+#: Every file an export writes; an --out folder holding any of them already holds an export.
+EXPORT_FILES = frozenset([name for name, _ in FORMATS.values()] + [SIDECAR_NAME, REPORT_NAME])
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """What an artifact must meet against the eager model.
+
+    Args:
+        rtol: fp32 artifacts: relative tolerance on every logit.
+        atol: fp32 artifacts: absolute tolerance on every logit.
+        int8_max_accuracy_drop: INT8: largest allowed drop in test accuracy, as a fraction (0.01 = 1 point).
+    """
+
+    rtol: float = 1e-3
+    atol: float = 1e-5
+    int8_max_accuracy_drop: float = 0.01
+
+
+@dataclass
+class ExportData:
+    """Real images for verification and calibration, in the eval view of training.
+
+    Args:
+        test_images: ``(N, C, H, W)`` uint8 from the test split.
+        test_labels: ``(N,)`` int64.
+        calibration_images: ``(M, C, H, W)`` uint8 from the train split (no augmentation).
+        resize_size: The size the data module stores images at.
+        split: Where the verification images come from: ``test``, or ``val`` for data without a test split.
+    """
+
+    test_images: np.ndarray
+    test_labels: np.ndarray
+    calibration_images: np.ndarray
+    resize_size: tuple[int, int]
+    split: str = "test"
+
+
+class ExportError(ValueError):
+    """Bad input to export (an existing export, a config that does not match the checkpoint, ...)."""
+
+
+class ArtifactRejected(Exception):
+    """An artifact outside its tolerance; carries its figures so the report can still show them."""
+
+    def __init__(self, figures: dict) -> None:
+        super().__init__("; ".join(figures["failures"]))
+        self.figures = figures
+
+
+# --------------------------------------------------------------------------------------------- data
+
+
+def datamodule_from_config(config_path: Path):
+    """Instantiate the ``data`` section of a run's ``config.yaml`` (with ``num_workers: 0``)."""
+    import yaml
+    from jsonargparse import ArgumentParser
+
+    from litstarter.data.base import ArrayDataModule
+
+    config = yaml.safe_load(config_path.read_text())
+    if not isinstance(config, dict) or not isinstance(config.get("data"), dict):
+        raise ExportError(f"{config_path} has no 'data' section (class_path + init_args) to build the data from")
+    data = {**config["data"], "init_args": {**(config["data"].get("init_args") or {}), "num_workers": 0}}
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_subclass_arguments(ArrayDataModule, "data", required=True)
+    try:
+        return parser.instantiate_classes(parser.parse_object({"data": data})).data
+    except Exception as err:
+        raise ExportError(f"cannot build the data module from {config_path}: {err}") from err
+
+
+def _eval_view(dataset, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Items of an ``ArrayImageDataset`` by plain index (the deterministic, un-augmented view)."""
+    items = [dataset[int(i)] for i in indices]
+    images = np.stack([np.asarray(image) for image, _ in items])  # (N, C, H, W) uint8
+    return images, np.asarray([label for _, label in items], dtype=np.int64)
+
+
+def load_export_data(
+    config_path: Path, hparams: dict, verify_samples: int = 512, calibration_images: int = 300, seed: int = 0
+) -> ExportData:
+    """Build the run's data module and take test images (in order) and a seeded sample of train images.
+
+    Data without a test split is verified on its val split instead (the report says which).
+
+    Raises:
+        ExportError: If the data does not match the checkpoint (classes, channels, size, stored size).
+    """
+    if not config_path.is_file():
+        raise ExportError(
+            f"no run config at {config_path}; export verifies on the run's own test data, so pass "
+            "--config <run>/config.yaml"
+        )
+    dm = datamodule_from_config(config_path)
+    dm.setup("fit")
+    if dm.test_set is None:
+        dm.setup("test")
+    checks = {
+        "class_names": (list(dm.class_names), list(hparams.get("class_names") or dm.class_names)),
+        "channels": (int(dm.channels), int(hparams["in_channels"])),
+        "image_size": (tuple(dm.image_size), tuple(hparams["image_size"])),
+    }
+    for key, (data_value, ckpt_value) in checks.items():
+        if data_value != ckpt_value:
+            raise ExportError(
+                f"{config_path} builds data with {key}={data_value} but the checkpoint has {key}={ckpt_value}; "
+                "is the config from another run?"
+            )
+    split, held_out = ("test", dm.test_set) if dm.test_set is not None else ("val", dm.val_set)
+    stored = tuple(held_out.images.shape[-2:])
+    recorded = hparams.get("cache_size")
+    if recorded is not None and tuple(recorded) != stored:
+        raise ExportError(
+            f"the checkpoint records cache_size={list(recorded)} but the data module from {config_path} stores "
+            f"images at {list(stored)}; inference would resize differently from training"
+        )
+    test_images, test_labels = _eval_view(held_out, range(min(verify_samples, len(held_out))))
+    rng = np.random.default_rng(seed)
+    picked = rng.choice(len(dm.train_set), size=min(calibration_images, len(dm.train_set)), replace=False)
+    calibration, _ = _eval_view(dm.train_set, np.sort(picked))
+    return ExportData(test_images, test_labels, calibration, stored, split)
+
+
+# ------------------------------------------------------------------------------------------ writers
+
+
+def _batch_dim() -> dict:
+    return {0: torch.export.Dim("batch", min=1)}
+
+
+def write_weights(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
+    """``weights.pt``: the state_dict only (loads with ``torch.load(..., weights_only=True)``)."""
+    torch.save(net.state_dict(), path)
+    return {"format": "state_dict", "loads_with": "torch.load(path, weights_only=True)"}
+
+
+def write_torchscript(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
+    """``model.ts``: TorchScript by tracing (deprecated since torch 2.10; one warning per process)."""
+    with torchscript_quietly(), torch.no_grad():
+        traced = torch.jit.trace(net, example)
+        torch.jit.save(traced, str(path), _extra_files={EMBEDDED_KEY: contract.to_json()})
+    return {"format": "torchscript", "method": "trace", "deprecated_since": "torch 2.10"}
+
+
+def write_exported(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
+    """``model.pt2``: ``torch.export`` with a dynamic batch dimension."""
+    program = torch.export.export(net, (example,), dynamic_shapes=(_batch_dim(),))
+    buffer = io.BytesIO()  # torch.export.save insists on a ".pt2" name; we write a temporary one
+    torch.export.save(program, buffer, extra_files={EMBEDDED_KEY: contract.to_json()})
+    path.write_bytes(buffer.getvalue())
+    return {"format": "torch.export", "dynamic_batch": True}
+
+
+def write_onnx(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor, opset: int = 18) -> dict:
+    """``model.onnx``: the dynamo-based exporter, dynamic batch, input ``input`` / output ``logits``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=DeprecationWarning)
+        program = torch.onnx.export(
+            net,
+            (example,),
+            dynamo=True,
+            input_names=[contract.input_name],
+            output_names=[contract.output_name],
+            dynamic_shapes=(_batch_dim(),),
+            opset_version=opset,
+            verbose=False,
+        )
+    program.model.metadata_props[EMBEDDED_KEY] = contract.to_json()
+    program.save(str(path))
+    return {"format": "onnx", "opset": opset, "dynamic_batch": True}
+
+
+class CalibrationReader(CalibrationDataReader):
+    """Feeds calibration images to ORT's quantizer in batches.
+
+    Args:
+        images: ``(N, C, H, W)`` uint8 train images in the eval view.
+        input_name: The graph input's name.
+        batch_size: Images per calibration batch.
+    """
+
+    def __init__(self, images: np.ndarray, input_name: str, batch_size: int = 32) -> None:
+        self._batches = iter([{input_name: images[i : i + batch_size]} for i in range(0, len(images), batch_size)])
+
+    def get_next(self) -> dict | None:
+        """The next batch, or ``None`` when done."""
+        return next(self._batches, None)
+
+
+def quantize_int8(fp32_path: Path, out_path: Path, calibration: np.ndarray, contract: ModelContract) -> dict:
+    """INT8 ONNX: static QDQ, per channel, calibrated on ``calibration``; dynamic only if static fails.
+
+    Returns the quantization record for the sidecar and report (which mode was used, and why).
+    """
+    import logging
+
+    import onnx
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "fp32.onnx"
+        prepared = Path(tmp) / "prepared.onnx"
+        quantized = Path(tmp) / "int8.onnx"
+        model = onnx.load(str(fp32_path))
+        del model.metadata_props[:]  # re-added after quantization
+        onnx.save(model, str(source))
+        quiet = logging.getLogger().level
+        logging.getLogger().setLevel(logging.ERROR)  # the quantizer logs its shape-inference advice as warnings
+        try:
+            try:
+                quant_pre_process(str(source), str(prepared))  # shape inference + graph optimisation, as ORT advises
+            except Exception:
+                prepared = source
+            record: dict = {"calibration_images": int(len(calibration)), "per_channel": True}
+            try:
+                quantize_static(
+                    str(prepared),
+                    str(quantized),
+                    CalibrationReader(calibration, contract.input_name),
+                    quant_format=QuantFormat.QDQ,
+                    per_channel=True,
+                    activation_type=QuantType.QUInt8,  # u8 activations x s8 weights: the fast path on x86 (VNNI)
+                    weight_type=QuantType.QInt8,
+                )
+                record.update(mode="static_qdq", activations="uint8", weights="int8", calibration_method="minmax")
+            except Exception as err:
+                quantize_dynamic(str(prepared), str(quantized), per_channel=True, weight_type=QuantType.QInt8)
+                record = {
+                    "mode": "dynamic",
+                    "per_channel": True,
+                    "weights": "int8",
+                    "why_not_static": f"{type(err).__name__}: {err}",
+                }
+        finally:
+            logging.getLogger().setLevel(quiet)
+        model = onnx.load(str(quantized))
+        entry = model.metadata_props.add()
+        entry.key, entry.value = EMBEDDED_KEY, contract.to_json()
+        onnx.save(model, str(out_path))
+    return {"format": "onnx", "quantization": record}
+
+
+# ------------------------------------------------------------------------------------- verification
+
+
+def run_batches(model, images: np.ndarray, batch_size: int) -> np.ndarray:
+    """Logits of ``model`` (a :class:`Backend` or an eager ``Classifier``) over ``images``, in batches."""
+    outputs = []
+    for start in range(0, len(images), batch_size):
+        batch = images[start : start + batch_size]
+        if isinstance(model, Backend):
+            outputs.append(model(batch))
+        else:
+            with torch.inference_mode():
+                outputs.append(model(torch.from_numpy(batch)).numpy())
+    return np.concatenate(outputs)
+
+
+def compare(
+    name: str,
+    outputs: dict[int, np.ndarray],
+    reference: dict[int, np.ndarray],
+    labels: np.ndarray,
+    quantized: bool,
+    tol: Tolerances,
+) -> dict:
+    """The figures for one artifact against eager, with a ``failures`` list naming each figure out of tolerance.
+
+    Args:
+        name: The artifact's file name.
+        outputs: Batch size -> the artifact's logits on the verification images.
+        reference: Batch size -> the eager logits on the same images.
+        labels: Labels of the largest batch size's images.
+        quantized: INT8 (accuracy tolerance) rather than fp32 (elementwise tolerance).
+        tol: The tolerances.
+    """
+    full = max(outputs)
+    diffs = [float(np.abs(outputs[b] - reference[b]).max()) for b in outputs]
+    agree = [float((outputs[b].argmax(1) == reference[b].argmax(1)).mean()) for b in outputs]
+    accuracy = float((outputs[full].argmax(1) == labels).mean())
+    eager_accuracy = float((reference[full].argmax(1) == labels[: len(reference[full])]).mean())
+    figures = {
+        "max_abs_diff": max(diffs),
+        "top1_agreement": min(agree),
+        "accuracy": accuracy,
+        "accuracy_drop": eager_accuracy - accuracy,
+        "by_batch_size": {
+            str(b): {"max_abs_diff": d, "top1_agreement": a} for b, d, a in zip(outputs, diffs, agree, strict=True)
+        },
+        "failures": [],
+    }
+    if quantized:
+        if eager_accuracy - accuracy > tol.int8_max_accuracy_drop + 1e-12:
+            figures["failures"].append(
+                f"{name}: accuracy {accuracy:.4f} is {100 * (eager_accuracy - accuracy):.2f} points below eager "
+                f"{eager_accuracy:.4f} (allowed: {100 * tol.int8_max_accuracy_drop:.2f})"
+            )
+    else:
+        for b in outputs:
+            if not np.allclose(outputs[b], reference[b], rtol=tol.rtol, atol=tol.atol):
+                excess = np.abs(outputs[b] - reference[b]) - (tol.atol + tol.rtol * np.abs(reference[b]))
+                figures["failures"].append(
+                    f"{name}: max |diff| {np.abs(outputs[b] - reference[b]).max():.3g} at batch size {b} is outside "
+                    f"rtol {tol.rtol:g} / atol {tol.atol:g} (by up to {excess.max():.3g})"
+                )
+        if min(agree) < 1.0:
+            figures["failures"].append(f"{name}: top-1 agreement {100 * min(agree):.2f}% with eager, expected 100%")
+    figures["passed"] = not figures["failures"]
+    return figures
+
+
+# ------------------------------------------------------------------------------------------- export
+
+
+def check_out_dir(out: Path, overwrite: bool) -> None:
+    """Refuse an --out that already holds an export, unless ``overwrite``."""
+    existing = sorted(p.name for p in out.iterdir() if p.name in EXPORT_FILES) if out.is_dir() else []
+    if existing and not overwrite:
+        raise ExportError(f"{out} already holds an export ({', '.join(existing)}); pass --overwrite to replace it")
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"--out {out} exists and is not a folder")
+
+
+def export_checkpoint(
+    ckpt_path: str | os.PathLike,
+    out: str | os.PathLike | None = None,
+    formats: Sequence[str] = tuple(FORMATS),
+    overwrite: bool = False,
+    config: str | os.PathLike | None = None,
+    opset: int = 18,
+    calibration_images: int = 300,
+    verify_samples: int = 512,
+    tolerances: Tolerances = Tolerances(),
+) -> dict:
+    """Export, verify and report; the report says which artifacts passed. See :func:`build_parser` for arguments.
+
+    Raises:
+        FileNotFoundError: If the checkpoint does not exist.
+        ValueError: (``CheckpointError``, ``ExportError``) for a refused checkpoint, an existing export without
+            ``overwrite``, or a config whose data does not match the checkpoint.
+    """
+    ckpt_path = Path(ckpt_path)
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise ExportError(f"--formats {list(formats)}: expected some of {list(FORMATS)}")
+    net, hparams = classifier_from_checkpoint(ckpt_path)
+    run_dir = ckpt_path.resolve().parent.parent
+    out = Path(out) if out is not None else run_dir / "export"
+    check_out_dir(out, overwrite)
+    config_path = Path(config) if config is not None else run_dir / "config.yaml"
+    data = load_export_data(config_path, hparams, verify_samples, calibration_images)
+    mean = (net.mean.flatten() / 255.0).tolist()
+    std = (net.std.flatten() / 255.0).tolist()
+    contract = ModelContract.from_hparams(hparams, mean, std, resize_size=data.resize_size)
+
+    batch_sizes = {32: data.test_images, 1: data.test_images[:64]}
+    reference = {b: run_batches(net, images, b) for b, images in batch_sizes.items()}
+    eager_accuracy = float((reference[32].argmax(1) == data.test_labels).mean())
+    example = torch.from_numpy(data.test_images[:2].copy())  # batch 2: a batch of 1 would specialise the dim
+
+    out.mkdir(parents=True, exist_ok=True)
+    ordered = [f for f in FORMATS if f in formats]  # onnx before int8: int8 quantizes the verified fp32 file
+    results: dict[str, dict] = {}
+    artifacts: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for fmt in ordered:
+            name, kind = FORMATS[fmt]
+            started = time.perf_counter()
+            info: dict = {}
+
+            def write_and_verify(tmp: Path, fmt=fmt, name=name, kind=kind, info=info) -> None:
+                if fmt == "int8":
+                    fp32 = out / "model.onnx" if "onnx" in artifacts else Path(scratch) / "fp32.onnx"
+                    if not fp32.exists():
+                        write_onnx(net, fp32, contract, example, opset)
+                    info.update(quantize_int8(fp32, tmp, data.calibration_images, contract))
+                elif fmt == "onnx":
+                    info.update(write_onnx(net, tmp, contract, example, opset))
+                else:
+                    writer = {"weights": write_weights, "ts": write_torchscript, "pt2": write_exported}[fmt]
+                    info.update(writer(net, tmp, contract, example))
+                backend = open_model(tmp, kind=kind, contract=contract)
+                outputs = {b: run_batches(backend, images, b) for b, images in batch_sizes.items()}
+                figures = compare(name, outputs, reference, data.test_labels, fmt == "int8", tolerances)
+                figures["runtime"] = backend.runtime
+                if not figures["passed"]:
+                    raise ArtifactRejected(figures)  # atomic_write removes the temporary file
+                info["figures"] = figures
+
+            try:
+                atomic_write(out / name, write_and_verify)
+                figures = info.pop("figures")
+                artifacts[name] = info
+            except ArtifactRejected as rejected:
+                figures = rejected.figures
+            figures["seconds"] = round(time.perf_counter() - started, 2)
+            if "quantization" in info:
+                figures["quantization"] = info["quantization"]
+            results[name] = figures
+
+    stale = sorted(p for p in out.iterdir() if p.name in EXPORT_FILES - {SIDECAR_NAME, REPORT_NAME} - set(artifacts))
+    for path in stale:  # with --overwrite: never leave artifacts of the previous export beside the new sidecar
+        path.unlink()
+    source = {
+        "checkpoint": str(ckpt_path),
+        "config": str(config_path),
+        "litstarter": litstarter.__version__,
+        "torch": torch.__version__,
+    }
+    write_json(out / SIDECAR_NAME, {**contract.to_dict(), "artifacts": artifacts, "source": source})
+    report = {
+        "source": source,
+        "out": str(out),
+        "eager": {"accuracy": eager_accuracy, "runtime": f"torch {torch.__version__}"},
+        "verification": {
+            "split": data.split,
+            "samples": int(len(data.test_images)),
+            "batch_sizes": {str(b): int(len(images)) for b, images in batch_sizes.items()},
+        },
+        "tolerances": {
+            "fp32": {"rtol": tolerances.rtol, "atol": tolerances.atol, "top1_agreement": 1.0},
+            "int8": {"max_accuracy_drop": tolerances.int8_max_accuracy_drop},
+        },
+        "artifacts": results,
+        "removed_stale": [p.name for p in stale],
+        "passed": all(r["passed"] for r in results.values()),
+    }
+    write_json(out / REPORT_NAME, report)
+    return report
+
+
+def format_report(report: dict) -> str:
+    """The report as a plain-text table."""
+    rows = [("artifact", "runtime", "max |diff|", "top-1 agree", "accuracy", "result")]
+    rows.append(("eager", report["eager"]["runtime"], "-", "-", f"{report['eager']['accuracy']:.4f}", "reference"))
+    for name, r in report["artifacts"].items():
+        result = "ok" if r["passed"] else "REJECTED"
+        if "quantization" in r:
+            result += f" ({r['quantization']['mode']})"
+        rows.append(
+            (
+                name,
+                r.get("runtime", "?"),
+                f"{r['max_abs_diff']:.2e}",
+                f"{100 * r['top1_agreement']:.2f}%",
+                f"{r['accuracy']:.4f}",
+                result,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    v = report["verification"]
+    lines.append(
+        f"verified on {v['samples']} {v['split']} images at batch size 32 and the first {v['batch_sizes']['1']} "
+        "at batch size 1"
+    )
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``litstarter export`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="litstarter export",
+        description="Export a checkpoint to verified deployment artifacts, with a model.json input contract.",
+    )
+    parser.add_argument("--ckpt_path", required=True, help="The Lightning checkpoint (.ckpt) to export.")
+    parser.add_argument("--out", default=None, help="Output folder; default: <run>/export beside checkpoints/.")
+    parser.add_argument(
+        "--formats",
+        nargs="+",
+        default=list(FORMATS),
+        choices=list(FORMATS),
+        help="Which artifacts: weights (weights.pt), ts (model.ts), pt2 (model.pt2), onnx (model.onnx), "
+        "int8 (model.int8.onnx). Default: all.",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="Replace an export already in --out.")
+    parser.add_argument(
+        "--config", default=None, help="The run's config.yaml (for its data); default: <run>/config.yaml."
+    )
+    parser.add_argument("--opset", type=int, default=18, help="ONNX opset (18 or newer).")
+    parser.add_argument("--calibration_images", type=int, default=300, help="Train images to calibrate INT8 with.")
+    parser.add_argument("--verify_samples", type=int, default=512, help="Test images to verify every artifact on.")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``litstarter export``; returns 0, 1 if an artifact failed verification, 2 for bad input."""
+    args = build_parser().parse_args(argv)
+    if args.opset < 18:
+        print(f"litstarter export: error: --opset must be 18 or newer, got {args.opset}", file=sys.stderr)
+        return 2
+    try:
+        report = export_checkpoint(
+            args.ckpt_path,
+            args.out,
+            args.formats,
+            args.overwrite,
+            args.config,
+            args.opset,
+            args.calibration_images,
+            args.verify_samples,
+        )
+    except (FileNotFoundError, ValueError) as err:
+        print(f"litstarter export: error: {err}", file=sys.stderr)
+        return 2
+    print(format_report(report))
+    print(
+        f"wrote {', '.join(n for n, r in report['artifacts'].items() if r['passed'])}, {SIDECAR_NAME} and "
+        f"{REPORT_NAME} to {report['out']}"
+    )
+    if not report["passed"]:
+        for r in report["artifacts"].values():
+            for failure in r["failures"]:
+                print(f"litstarter export: rejected {failure}", file=sys.stderr)
+        return 1
+    return 0

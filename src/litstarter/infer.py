@@ -1,0 +1,182 @@
+"""``litstarter infer``: classify image files with any artifact (checkpoint, weights, TorchScript, pt2, ONNX).
+
+Usage::
+
+    litstarter infer --model runs/digits/version_0/export/model.onnx --input images/ --output preds.csv --topk 3
+
+Each file is preprocessed exactly as training's eval view (read from the model's contract), inputs are
+batched, and one CSV row is written per file. A file that cannot be decoded gets a row with its ``error``
+and the rest are still predicted; the exit status is then 1. Torch-free at import time: with an ``.onnx``
+model this command never imports torch or Lightning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from litstarter.backends import Backend, open_model
+from litstarter.io import atomic_write
+
+
+@dataclass
+class Prediction:
+    """The outcome for one input file: the top-k ``(class name, probability)`` pairs, or an error."""
+
+    file: str
+    topk: list[tuple[str, float]]
+    error: str = ""
+
+
+def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int]:
+    """Expand files and folders (recursively, sorted) into input files; return them and the hidden files skipped.
+
+    Every visible file is an input, whatever its extension: one that turns out not to be an image is reported
+    with the reason rather than dropped. Hidden files and folders (``.DS_Store``, ``.ipynb_checkpoints/``) are
+    skipped and counted.
+
+    Raises:
+        FileNotFoundError: If a path does not exist.
+        ValueError: If a folder holds no visible files.
+    """
+    files: list[Path] = []
+    hidden = 0
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file())
+            visible = [p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts)]
+            hidden += len(found) - len(visible)
+            if not visible:
+                raise ValueError(f"--input folder {path} holds no (visible) files")
+            files.extend(visible)
+        else:
+            raise FileNotFoundError(f"--input not found: {path}")
+    return files, hidden
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax in float64 (stable for large logits)."""
+    z = logits.astype(np.float64) - logits.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def predict_files(backend: Backend, files: Sequence[Path], batch_size: int = 32, topk: int = 3) -> Iterator[Prediction]:
+    """Yield one :class:`Prediction` per file, in order; undecodable files yield their error instead.
+
+    Args:
+        backend: The loaded model.
+        files: Image files.
+        batch_size: Images per forward pass.
+        topk: How many classes to keep per image (capped at the number of classes).
+    """
+    contract = backend.contract
+    k = min(topk, contract.num_classes)
+    pending: list[tuple[Path, np.ndarray | None, str]] = []
+
+    def flush() -> Iterator[Prediction]:
+        good = [image for _, image, _ in pending if image is not None]
+        probs = iter(softmax(backend(np.stack(good)))) if good else iter(())
+        for path, image, error in pending:
+            if image is None:
+                yield Prediction(str(path), [], error)
+                continue
+            p = next(probs)
+            order = np.argsort(-p, kind="stable")[:k]
+            yield Prediction(str(path), [(contract.class_names[i], float(p[i])) for i in order])
+        pending.clear()
+
+    for path in files:
+        try:
+            pending.append((path, contract.load_image(path), ""))
+        except Exception as err:  # any decode failure is reported per file, never fatal
+            pending.append((path, None, f"{type(err).__name__}: {err}"))
+        if sum(image is not None for _, image, _ in pending) >= batch_size:
+            yield from flush()
+    if pending:
+        yield from flush()
+
+
+def csv_header(topk: int) -> list[str]:
+    """``file, pred, prob, top1, top1_prob, ..., error``."""
+    columns = ["file", "pred", "prob"]
+    for i in range(1, topk + 1):
+        columns += [f"top{i}", f"top{i}_prob"]
+    return [*columns, "error"]
+
+
+def write_predictions(path: str | os.PathLike, predictions: Sequence[Prediction], topk: int) -> Path:
+    """Write the CSV atomically; a failed file has empty prediction cells and its ``error``."""
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(csv_header(topk))
+            for pred in predictions:
+                cells = [pred.file]
+                if pred.topk:
+                    cells += [pred.topk[0][0], f"{pred.topk[0][1]:.6f}"]
+                else:
+                    cells += ["", ""]
+                for i in range(topk):
+                    cells += [pred.topk[i][0], f"{pred.topk[i][1]:.6f}"] if i < len(pred.topk) else ["", ""]
+                writer.writerow([*cells, pred.error])
+
+    return atomic_write(path, write)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``litstarter infer`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="litstarter infer",
+        description="Classify image files with a checkpoint or an exported model; one CSV row per file.",
+    )
+    parser.add_argument("--model", required=True, help="A .ckpt, weights.pt, model.ts, model.pt2 or .onnx file.")
+    parser.add_argument("--input", required=True, nargs="+", help="Image files and/or folders (searched recursively).")
+    parser.add_argument("--output", required=True, help="CSV to write (file, pred, prob, top-k, error).")
+    parser.add_argument("--topk", type=int, default=3, help="Classes (with probabilities) per row.")
+    parser.add_argument("--batch_size", type=int, default=32, help="Images per forward pass.")
+    parser.add_argument("--num_threads", type=int, default=None, help="Intra-op threads; default: the runtime's.")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``litstarter infer``; returns 0, 1 if any file failed, 2 for a bad model or arguments."""
+    args = build_parser().parse_args(argv)
+    if args.topk < 1 or args.batch_size < 1:
+        print(
+            f"litstarter infer: error: --topk and --batch_size must be >= 1, got {args.topk}, {args.batch_size}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        files, hidden = list_inputs(args.input)
+        backend = open_model(args.model, num_threads=args.num_threads)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"litstarter infer: error: {err}", file=sys.stderr)
+        return 2
+    topk = min(args.topk, backend.contract.num_classes)
+    predictions = list(predict_files(backend, files, args.batch_size, topk))
+    write_predictions(args.output, predictions, topk)
+    failed = [p for p in predictions if p.error]
+    for pred in failed:
+        print(f"litstarter infer: {pred.file}: {pred.error}", file=sys.stderr)
+    note = f"; skipped {hidden} hidden file(s)" if hidden else ""
+    print(
+        f"{len(predictions) - len(failed)} of {len(predictions)} file(s) predicted with {backend.path.name} "
+        f"({backend.runtime}) -> {args.output}{note}"
+    )
+    if failed:
+        print(f"litstarter infer: {len(failed)} file(s) could not be read (see the 'error' column)", file=sys.stderr)
+        return 1
+    return 0
