@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import subprocess
 import sys
+import warnings
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -88,3 +92,32 @@ def best_checkpoint(run_dir: Path) -> Path:
     ckpts = [p for p in (run_dir / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
     assert len(ckpts) == 1, ckpts
     return ckpts[0]
+
+
+@dataclass
+class ExportRun:
+    """One ``litstarter export`` of the digits run: its folder, exit code, printed output and warnings."""
+
+    ckpt: Path
+    out: Path
+    rc: int
+    stdout: str
+    stderr: str
+    warnings: list[str]
+
+
+@pytest.fixture(scope="session")
+def digits_export(digits_run, tmp_path_factory) -> ExportRun:
+    """Every format exported (and verified) once from the digits run's best checkpoint, in-process.
+
+    Treat ``out`` as read-only; copy it if a test must change it.
+    """
+    from litstarter.export import main
+
+    ckpt = best_checkpoint(digits_run)
+    out = tmp_path_factory.mktemp("digits_export") / "export"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, redirect_stdout(stdout), redirect_stderr(stderr):
+        warnings.simplefilter("always")
+        rc = main(["--ckpt_path", str(ckpt), "--out", str(out)])
+    return ExportRun(ckpt, out, rc, stdout.getvalue(), stderr.getvalue(), [str(w.message) for w in caught])

@@ -1,0 +1,55 @@
+"""The model.json contract: round-trips, names what is wrong, and records the stored size."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from litstarter.contract import ContractError, ModelContract, read_sidecar
+
+HPARAMS = {
+    "image_size": (16, 16),
+    "in_channels": 3,
+    "num_classes": 3,
+    "class_names": ["a", "b", "c"],
+    "backbone": "small_cnn",
+    "backbone_kwargs": None,
+    "dropout": 0.0,
+}
+
+
+def test_round_trip_through_json():
+    contract = ModelContract.from_hparams({**HPARAMS, "cache_size": (18, 18)}, [0.5] * 3, [0.25] * 3)
+    assert contract.resize_size == (18, 18)
+    assert ModelContract.from_json(json.dumps(contract.to_dict())) == contract
+    assert contract.to_dict()["input"]["dtype"] == "uint8"
+
+
+def test_stored_size_must_be_known():
+    with pytest.raises(ContractError, match="cache_size"):
+        ModelContract.from_hparams(HPARAMS, [0.5] * 3, [0.25] * 3)  # a checkpoint that never recorded it
+    # cache_size: null is documented as "stored at image_size".
+    assert ModelContract.from_hparams({**HPARAMS, "cache_size": None}, [0.5] * 3, [0.25] * 3).resize_size == (16, 16)
+
+
+def test_malformed_sidecar_names_file_and_key(tmp_path):
+    contract = ModelContract.from_hparams({**HPARAMS, "cache_size": (18, 18)}, [0.5] * 3, [0.25] * 3)
+    data = contract.to_dict()
+    del data["preprocessing"]["resize_size"]
+    (tmp_path / "model.json").write_text(json.dumps(data))
+    with pytest.raises(ContractError, match=r"model\.json: missing or malformed key 'resize_size'"):
+        read_sidecar(tmp_path / "model.onnx")
+
+
+def test_load_image_resizes_to_the_stored_size_then_centre_crops(tmp_path):
+    contract = ModelContract.from_hparams({**HPARAMS, "cache_size": (18, 18)}, [0.5] * 3, [0.25] * 3)
+    pixels = np.zeros((36, 72, 3), dtype=np.uint8)
+    pixels[:, 36:] = 255  # left half black, right half white
+    Image.fromarray(pixels).save(tmp_path / "wide.png")
+    image = contract.load_image(tmp_path / "wide.png")
+    assert image.shape == (3, 16, 16) and image.dtype == np.uint8
+    # 36x72 -> 18x36 -> centre 18x18 -> centre 16x16: the black/white edge sits in the middle column.
+    assert image[:, :, :7].max() == 0 and image[:, :, 9:].min() == 255

@@ -1,0 +1,167 @@
+"""litstarter export: every format round-trips and is verified; bad input is refused; nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from litstarter import export
+from litstarter.backends import open_model
+from litstarter.contract import SIDECAR_NAME, ModelContract
+from litstarter.data import DigitsDataModule
+
+FP32 = ["weights.pt", "model.ts", "model.pt2", "model.onnx"]
+
+
+def test_every_format_exports_and_verifies(digits_export):
+    assert digits_export.rc == 0, digits_export.stderr
+    out = digits_export.out
+    report = json.loads((out / export.REPORT_NAME).read_text())
+    assert report["passed"]
+    assert set(report["artifacts"]) == {*FP32, "model.int8.onnx"}
+    assert report["verification"]["split"] == "test"
+    assert report["verification"]["batch_sizes"] == {"32": 270, "1": 64}  # the whole digits test split at 32
+    for name in FP32:
+        figures = report["artifacts"][name]
+        assert (out / name).is_file()
+        assert figures["passed"] and figures["top1_agreement"] == 1.0, (name, figures)
+        assert set(figures["by_batch_size"]) == {"1", "32"}
+        assert figures["max_abs_diff"] <= 1e-4, (name, figures)
+        assert figures["accuracy"] == pytest.approx(report["eager"]["accuracy"])
+    int8 = report["artifacts"]["model.int8.onnx"]
+    assert int8["quantization"]["mode"] == "static_qdq" and int8["quantization"]["per_channel"]
+    assert int8["accuracy_drop"] <= 0.01
+    assert report["eager"]["accuracy"] > 0.8  # a trained model, so agreement means something
+    # The printed table names every artifact; no temporary file is left behind.
+    for name in [*FP32, "model.int8.onnx"]:
+        assert name in digits_export.stdout
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_sidecar_is_the_full_input_contract(digits_export, digits_run):
+    sidecar = json.loads((digits_export.out / SIDECAR_NAME).read_text())
+    assert sidecar["input"] == {
+        "name": "input",
+        "dtype": "uint8",
+        "layout": "NCHW",
+        "shape": ["batch", 1, 8, 8],
+        "value_range": [0, 255],
+    }
+    assert sidecar["output"]["name"] == "logits"
+    assert sidecar["class_names"] == [str(d) for d in range(10)]
+    # Digits are stored at 8x8: files are not resized up to a 9x9 "cache size" and cropped back.
+    assert sidecar["preprocessing"]["resize_size"] == [8, 8] == sidecar["preprocessing"]["image_size"]
+    assert sidecar["normalization"]["applied_in_graph"] is True
+    mean, std = DigitsDataModule().normalization()
+    assert sidecar["normalization"]["mean"] == pytest.approx(mean) and sidecar["normalization"]["std"] == pytest.approx(
+        std
+    )
+    assert sidecar["artifacts"]["model.onnx"]["opset"] >= 18
+    assert sidecar["artifacts"]["model.int8.onnx"]["quantization"]["mode"] == "static_qdq"
+    ModelContract.from_dict(sidecar)  # what infer and clients read
+
+
+def test_artifacts_carry_their_contract_without_the_sidecar(digits_export, tmp_path):
+    expected = ModelContract.from_json((digits_export.out / SIDECAR_NAME).read_text())
+    for name in ["model.onnx", "model.int8.onnx", "model.ts", "model.pt2"]:
+        alone = tmp_path / name
+        shutil.copy(digits_export.out / name, alone)
+        backend = open_model(alone)
+        assert backend.contract == expected, name
+        images = np.zeros((3, 1, 8, 8), dtype=np.uint8)
+        assert backend(images).shape == (3, 10)  # dynamic batch: exported at batch 2
+
+
+def test_torchscript_deprecation_is_warned_once(digits_export):
+    ours = [w for w in digits_export.warnings if "TorchScript is deprecated" in w]
+    assert len(ours) <= 1  # once per process: 0 if an earlier test in this process already showed it
+    assert not [w for w in digits_export.warnings if w.startswith("`torch.jit.")]  # torch's own, per call
+
+
+def test_existing_export_is_not_overwritten(digits_export, capsys):
+    before = {p.name: p.stat().st_mtime_ns for p in digits_export.out.iterdir()}
+    rc = export.main(["--ckpt_path", str(digits_export.ckpt), "--out", str(digits_export.out)])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert str(digits_export.out) in err and "--overwrite" in err
+    assert {p.name: p.stat().st_mtime_ns for p in digits_export.out.iterdir()} == before
+
+
+def test_overwrite_replaces_the_whole_export(digits_export, tmp_path):
+    out = tmp_path / "export"
+    shutil.copytree(digits_export.out, out)
+    rc = export.main(["--ckpt_path", str(digits_export.ckpt), "--out", str(out), "--formats", "weights", "--overwrite"])
+    assert rc == 0
+    # Artifacts of the previous export are removed: the folder never mixes two exports under one model.json.
+    assert sorted(p.name for p in out.iterdir()) == [export.REPORT_NAME, SIDECAR_NAME, "weights.pt"]
+    assert list(json.loads((out / SIDECAR_NAME).read_text())["artifacts"]) == ["weights.pt"]
+    state = torch.load(out / "weights.pt", weights_only=True)
+    assert "head.weight" in state and all(isinstance(v, torch.Tensor) for v in state.values())
+
+
+def test_artifact_that_disagrees_is_rejected(digits_export, tmp_path, monkeypatch, capsys):
+    real_write = export.write_weights
+
+    def write_wrong_weights(net, path, contract, example):
+        info = real_write(net, path, contract, example)
+        state = torch.load(path, weights_only=True)
+        state["head.bias"][3] += 5.0  # a different model: class 3 wins far more often
+        torch.save(state, path)
+        return info
+
+    monkeypatch.setattr(export, "write_weights", write_wrong_weights)
+    out = tmp_path / "export"
+    rc = export.main(["--ckpt_path", str(digits_export.ckpt), "--out", str(out), "--formats", "weights"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "weights.pt" in err and "max |diff|" in err and "top-1 agreement" in err
+    assert not (out / "weights.pt").exists()  # refused: never renamed into place
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # and no temporary left
+    report = json.loads((out / export.REPORT_NAME).read_text())
+    assert report["passed"] is False and report["artifacts"]["weights.pt"]["max_abs_diff"] >= 4.9
+    assert json.loads((out / SIDECAR_NAME).read_text())["artifacts"] == {}
+
+
+def test_int8_falls_back_to_dynamic_only_when_static_fails(digits_export, tmp_path, monkeypatch):
+    import onnxruntime.quantization
+
+    def unsupported(*args, **kwargs):
+        raise RuntimeError("static quantization is not supported for this graph")
+
+    monkeypatch.setattr(onnxruntime.quantization, "quantize_static", unsupported)
+    contract = ModelContract.from_json((digits_export.out / SIDECAR_NAME).read_text())
+    calibration = DigitsDataModule().splits()["train"][0][:64]
+    info = export.quantize_int8(digits_export.out / "model.onnx", tmp_path / "m.int8.onnx", calibration, contract)
+    assert info["quantization"]["mode"] == "dynamic"
+    assert "not supported for this graph" in info["quantization"]["why_not_static"]
+    logits = open_model(tmp_path / "m.int8.onnx")(calibration[:4])
+    assert logits.shape == (4, 10) and np.isfinite(logits).all()
+
+
+def test_missing_checkpoint_names_the_path(tmp_path, capsys):
+    missing = tmp_path / "runs" / "checkpoints" / "nope.ckpt"
+    assert export.main(["--ckpt_path", str(missing)]) == 2
+    assert f"checkpoint not found: {missing}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"num_classes": 5, "class_names": list("abcde")}, "head.weight: file (10, 128) vs model (5, 128)"),
+        ({"backbone_kwargs": {"widths": [16, 32]}}, "unexpected keys: backbone.stages.2"),
+    ],
+)
+def test_checkpoint_that_does_not_fit_its_architecture_names_the_keys(digits_export, tmp_path, capsys, change, named):
+    checkpoint = torch.load(digits_export.ckpt, weights_only=True)
+    checkpoint["hyper_parameters"].update(change)
+    bad = tmp_path / "checkpoints" / "other.ckpt"
+    bad.parent.mkdir()
+    torch.save(checkpoint, bad)
+    assert export.main(["--ckpt_path", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and named in err
+    assert not (tmp_path / "export").exists()
