@@ -10,10 +10,16 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import nn
-from torchmetrics import MetricCollection
-from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
+from torch.optim.lr_scheduler import ReduceLROnPlateau
 
+from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
 from litstarter.models import Classifier, create_backbone
+from litstarter.optim import total_grad_norm, weight_decay_groups
+
+# What torch.compile inserts into state_dict keys (``backbone._orig_mod.stages...``).
+COMPILED_PREFIX = "_orig_mod."
+# ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
+PLATEAU_MONITOR = "val/loss"
 
 
 def _default_optimizer(params) -> torch.optim.Optimizer:
@@ -40,14 +46,30 @@ class ImageClassifier(L.LightningModule):
             training did). ``null`` means ``image_size``.
         backbone_kwargs: Extra arguments for the backbone factory (e.g. ``widths`` for ``small_cnn``).
         dropout: Dropout before the linear head.
-        optimizer: Optimiser factory; AdamW by default.
+        optimizer: Optimiser factory; AdamW by default. It receives parameter groups (see
+            ``no_decay_norm_and_bias``); its own ``weight_decay`` applies to the first group.
         lr_scheduler: Scheduler factory, stepped every optimiser step; linear warmup then cosine by default.
             A ``total_steps`` argument left unset is filled from ``trainer.estimated_stepping_batches``.
+            ``ReduceLROnPlateau`` is stepped once per epoch instead, after validation, on ``val/loss``.
         label_smoothing: Cross-entropy label smoothing in [0, 1).
         class_weights: Cross-entropy weight per class: ``auto`` (inverse class frequency of the data module's
             train split, computed when fitting starts and saved in checkpoints), a list of ``num_classes``
             weights, or ``null`` (unweighted). A loss-side alternative to ``data.sampler``.
+        no_decay_norm_and_bias: Exempt norm-layer parameters and biases from weight decay (it only pulls
+            them away from their neutral values); ``false`` decays every parameter.
+        gradient_checkpointing: Recompute the backbone's activations block by block in backward instead of
+            storing them: less memory for about one more forward pass. The backbone must implement
+            ``set_grad_checkpointing`` (``small_cnn`` does; see its docstring for the dropout and
+            batch-norm caveats).
+        channels_last: Keep the network and its inputs in NHWC memory layout: faster convolutions on
+            tensor-core GPUs under AMP (and with oneDNN on recent CPUs). Results are unchanged.
+        compile: ``torch.compile`` the backbone when fitting starts (``true``, or a dict of
+            ``torch.compile`` arguments such as ``{mode: max-autotune}``); undone when fitting ends.
+            Checkpoints are saved without the compiler's ``_orig_mod.`` key prefix, so they load uncompiled.
     """
+
+    # Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).
+    flops_per_batch: int | None = None
 
     def __init__(
         self,
@@ -63,6 +85,10 @@ class ImageClassifier(L.LightningModule):
         lr_scheduler: LRSchedulerCallable = _default_scheduler,
         label_smoothing: float = 0.0,
         class_weights: Literal["auto"] | list[float] | None = None,
+        no_decay_norm_and_bias: bool = True,
+        gradient_checkpointing: bool = False,
+        channels_last: bool = False,
+        compile: bool | dict = False,
     ) -> None:
         super().__init__()
         if num_classes < 2:
@@ -88,21 +114,25 @@ class ImageClassifier(L.LightningModule):
             std=[0.25] * in_channels,
             dropout=dropout,
         )
+        if gradient_checkpointing:
+            if not hasattr(self.net.backbone, "set_grad_checkpointing"):
+                raise ValueError(
+                    f"model.gradient_checkpointing=true but backbone {backbone!r} has no set_grad_checkpointing()"
+                )
+            self.net.backbone.set_grad_checkpointing(True)
+        if channels_last:
+            self.net.to(memory_format=torch.channels_last)
         # The weight is a buffer of the loss module, so checkpoints carry it (also the `auto` one from setup).
         weight = None
         if class_weights is not None:
             weight = torch.ones(num_classes) if class_weights == "auto" else torch.tensor(class_weights).float()
         self.criterion = nn.CrossEntropyLoss(weight=weight, label_smoothing=label_smoothing)
-        metrics = MetricCollection(
-            {
-                "acc": MulticlassAccuracy(num_classes, average="micro"),
-                "f1_macro": MulticlassF1Score(num_classes, average="macro"),
-            }
-        )
         # One metric object per stage: sharing one would mix train and val state.
-        self.train_metrics = metrics.clone(prefix="train/")
-        self.val_metrics = metrics.clone(prefix="val/")
-        self.test_metrics = metrics.clone(prefix="test/")
+        self.train_metrics = classification_metrics(num_classes, "train")
+        self.val_metrics = classification_metrics(num_classes, "val")
+        self.test_metrics = classification_metrics(num_classes, "test")
+        # The last computed (K, K) confusion matrix per stage, for the PlotConfusionMatrix callback.
+        self.confusion_matrices: dict[str, torch.Tensor] = {}
 
     def setup(self, stage: str) -> None:
         """Before fitting, take the normalisation statistics from the data module (its train split)."""
@@ -117,6 +147,8 @@ class ImageClassifier(L.LightningModule):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images ``(B, C, H, W)`` in 0..255 -> logits ``(B, num_classes)``."""
+        if self.hparams.get("channels_last"):
+            x = x.contiguous(memory_format=torch.channels_last)  # uint8: the cheapest moment to reorder
         return self.net(x)
 
     def _shared_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -136,38 +168,82 @@ class ImageClassifier(L.LightningModule):
         self.log_dict(self.train_metrics.compute())
         self.train_metrics.reset()
 
+    def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        """Log the global gradient norm before clipping (Lightning clips right after this hook; AMP has
+        already unscaled). Rising spikes here come before a loss that goes NaN."""
+        self.log("train/grad_norm", total_grad_norm(self.parameters()), on_step=True, on_epoch=False)
+
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         """Accumulate val loss and metrics; logged once per epoch."""
         loss, logits = self._shared_step(batch)
-        self.val_metrics.update(logits, batch[1])
-        self.log("val/loss", loss, on_epoch=True, prog_bar=True, sync_dist=True)
+        self.val_metrics.update(logits.softmax(dim=-1), batch[1])
+        # Epoch-level only: Lightning averages over the epoch and reduces across processes once, at its end.
+        self.log("val/loss", loss, on_step=False, on_epoch=True, prog_bar=True, sync_dist=True)
 
     def on_validation_epoch_end(self) -> None:
         """Log and reset the epoch's val metrics (torchmetrics syncs them across processes)."""
-        self.log_dict(self.val_metrics.compute(), prog_bar=True)
-        self.val_metrics.reset()
+        self._log_epoch_metrics(self.val_metrics, "val", progress_bar=("val/acc", "val/f1_macro"))
 
     def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         """Accumulate test loss and metrics."""
         loss, logits = self._shared_step(batch)
-        self.test_metrics.update(logits, batch[1])
-        self.log("test/loss", loss, on_epoch=True, sync_dist=True)
+        self.test_metrics.update(logits.softmax(dim=-1), batch[1])
+        self.log("test/loss", loss, on_step=False, on_epoch=True, sync_dist=True)
 
     def on_test_epoch_end(self) -> None:
         """Log and reset the test metrics."""
-        self.log_dict(self.test_metrics.compute())
-        self.test_metrics.reset()
+        self._log_epoch_metrics(self.test_metrics, "test")
+
+    def _log_epoch_metrics(self, metrics, stage: str, progress_bar: tuple[str, ...] = ()) -> None:
+        """Compute (synchronised across processes), keep the confusion matrix, log the scalars, reset."""
+        values, matrix = split_confusion_matrix(metrics.compute())
+        metrics.reset()
+        if matrix is not None:
+            self.confusion_matrices[stage] = matrix.cpu()
+        scalars = scalar_metrics(values, self.class_names)
+        self.log_dict({k: v for k, v in scalars.items() if k in progress_bar}, prog_bar=True)
+        self.log_dict({k: v for k, v in scalars.items() if k not in progress_bar})
 
     def predict_step(self, batch, batch_idx: int) -> torch.Tensor:
         """Class probabilities ``(B, K)``."""
         images = batch[0] if isinstance(batch, (tuple, list)) else batch
         return self(images).softmax(dim=-1)
 
+    def on_fit_start(self) -> None:
+        """``torch.compile`` the backbone, if asked (after a checkpoint was restored into the plain one)."""
+        compile_args = self.hparams.get("compile")
+        if compile_args and not hasattr(self.net.backbone, "_orig_mod"):
+            kwargs = compile_args if isinstance(compile_args, dict) else {}
+            self.net.backbone = torch.compile(self.net.backbone, **kwargs)
+
+    def on_fit_end(self) -> None:
+        """Undo ``compile``: testing, export and later fits get the plain backbone (same parameters)."""
+        if hasattr(self.net.backbone, "_orig_mod"):
+            self.net.backbone = self.net.backbone._orig_mod
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Save weights under their uncompiled names, so a compiled run's checkpoint loads anywhere."""
+        checkpoint["state_dict"] = {k.replace(COMPILED_PREFIX, ""): v for k, v in checkpoint["state_dict"].items()}
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """Match the checkpoint's keys to this model, compiled or not, whichever way the checkpoint was saved."""
+        own = {k.replace(COMPILED_PREFIX, ""): k for k in self.state_dict()}
+        state = checkpoint["state_dict"]
+        checkpoint["state_dict"] = {
+            own.get(k.replace(COMPILED_PREFIX, ""), k.replace(COMPILED_PREFIX, "")): v for k, v in state.items()
+        }
+
     def configure_optimizers(self):
-        """Optimiser from ``optimizer``; ``lr_scheduler`` stepped every optimiser step."""
-        optimizer = self.optimizer(self.parameters())
+        """Optimiser from ``optimizer`` over parameter groups; ``lr_scheduler`` stepped every optimiser step
+        (``ReduceLROnPlateau``: every epoch, after validation, on ``val/loss``)."""
+        params = weight_decay_groups(self) if self.hparams.get("no_decay_norm_and_bias", True) else self.parameters()
+        optimizer = self.optimizer(params)
         scheduler = self._build_scheduler(optimizer)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        if isinstance(scheduler, ReduceLROnPlateau):
+            config = {"scheduler": scheduler, "interval": "epoch", "monitor": PLATEAU_MONITOR}
+        else:
+            config = {"scheduler": scheduler, "interval": "step"}
+        return {"optimizer": optimizer, "lr_scheduler": config}
 
     def _build_scheduler(self, optimizer: torch.optim.Optimizer):
         """Call ``lr_scheduler``, filling an unset ``total_steps`` from the Trainer's estimate."""
@@ -175,6 +251,11 @@ class ImageClassifier(L.LightningModule):
         if _accepts_unset_total_steps(self.lr_scheduler):
             kwargs["total_steps"] = int(self.trainer.estimated_stepping_batches)
         return self.lr_scheduler(optimizer, **kwargs)
+
+
+def batch_size(batch: tuple[torch.Tensor, torch.Tensor]) -> int:
+    """Samples in a ``(images, labels)`` batch; ``ThroughputMonitor``'s ``batch_size_fn``."""
+    return len(batch[1])
 
 
 def inverse_frequency_weights(counts, class_names: list[str]) -> torch.Tensor:

@@ -13,6 +13,9 @@ from litstarter.io import write_json
 class WriteTestMetrics(L.Callback):
     """At the end of ``test``, write every ``test/*`` metric to ``<trainer.log_dir>/<filename>`` (rank 0 only).
 
+    Per-class metrics arrive as one scalar per class (e.g. ``test/recall/<class name>``). Nothing is written
+    under ``fast_dev_run``: its one-batch metrics mean nothing, and it has no run directory.
+
     Args:
         filename: File name inside the run directory.
     """
@@ -22,13 +25,9 @@ class WriteTestMetrics(L.Callback):
 
     def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Collect the logged test metrics and write them atomically."""
-        if not trainer.is_global_zero:
+        if not trainer.is_global_zero or trainer.fast_dev_run:
             return
-        metrics = {
-            k: float(v)
-            for k, v in trainer.callback_metrics.items()
-            if k.startswith("test/") and v.numel() == 1
-        }
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/") and v.numel() == 1}
         path = Path(trainer.log_dir or trainer.default_root_dir) / self.filename
         write_json(path, metrics)
         rank_zero_info(f"Test metrics written to {path}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from litstarter.models.registry import register_backbone
 
@@ -42,7 +43,25 @@ class SmallCNN(nn.Module):
         self.stages = nn.ModuleList(stages)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.num_features = prev
+        self.grad_checkpointing = False
         self.reset_parameters()
+
+    def set_grad_checkpointing(self, enable: bool = True) -> None:
+        """Recompute each stage's activations during backward instead of storing them (timm's method name).
+
+        Memory for activations drops to about one stage's worth, for roughly one extra forward pass of
+        compute. Gradients are unchanged. Two caveats, both from the second (recomputed) forward:
+
+        * Dropout inside a stage: ``torch.utils.checkpoint`` saves and restores the RNG state, so the
+          recomputation draws the same mask (``preserve_rng_state=True``, the default; keep it).
+        * Batch norm inside a stage: the recomputation runs in training mode again, so the running mean and
+          variance get a second momentum update per step. Gradients use the batch statistics and are exact;
+          the running statistics (used at eval) drift slightly from a run without checkpointing.
+
+        Args:
+            enable: Turn checkpointing on or off.
+        """
+        self.grad_checkpointing = enable
 
     def reset_parameters(self) -> None:
         """Kaiming (He) init for convs under ReLU; BN starts as the identity."""
@@ -55,8 +74,10 @@ class SmallCNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Map ``(B, C, H, W)`` float images to ``(B, num_features)`` pooled features."""
+        checkpointing = self.grad_checkpointing and self.training and torch.is_grad_enabled()
         for stage in self.stages:
-            x = stage(x)
+            # use_reentrant=False: the supported variant; works with inputs that don't require grad
+            x = checkpoint(stage, x, use_reentrant=False) if checkpointing else stage(x)
         return self.pool(x).flatten(1)  # (B, F)
 
 

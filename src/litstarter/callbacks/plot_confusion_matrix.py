@@ -1,0 +1,109 @@
+"""Draw the confusion matrix: to TensorBoard after validation and test, and to ``<run>/confusion_matrix.png``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import lightning as L
+import torch
+from lightning.pytorch.loggers import TensorBoardLogger
+from lightning.pytorch.utilities import rank_zero_info
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from litstarter.io import atomic_write
+
+# Above these sizes the cell counts, then the tick labels, become unreadable; the colours still tell.
+ANNOTATE_MAX_CLASSES = 20
+TICKS_MAX_CLASSES = 50
+
+
+def confusion_matrix_figure(matrix: torch.Tensor, class_names: Sequence[str], title: str) -> Figure:
+    """A figure of a ``(K, K)`` confusion matrix (rows: true class, columns: predicted class).
+
+    Colour is the row-normalised rate (the recall on the diagonal), so rare classes are as visible as
+    common ones; the cells show raw counts.
+
+    Args:
+        matrix: ``(K, K)`` counts.
+        class_names: ``K`` names in label order.
+        title: Figure title.
+    """
+    counts = matrix.detach().cpu().long()
+    k = counts.shape[0]
+    rates = counts.float() / counts.sum(dim=1, keepdim=True).clamp(min=1)
+    size = min(4 + 0.4 * k, 16)
+    fig = Figure(figsize=(size, size), dpi=100)
+    FigureCanvasAgg(fig)  # the Agg (file-only) canvas: no display, no pyplot state
+    ax = fig.add_subplot()
+    image = ax.imshow(rates.numpy(), cmap="Blues", vmin=0.0, vmax=1.0)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="fraction of the true class")
+    if k <= TICKS_MAX_CLASSES:
+        ax.set_xticks(range(k), [str(n) for n in class_names], rotation=90 if k > 10 else 0)
+        ax.set_yticks(range(k), [str(n) for n in class_names])
+    if k <= ANNOTATE_MAX_CLASSES:
+        for i in range(k):
+            for j in range(k):
+                if counts[i, j]:
+                    color = "white" if rates[i, j] > 0.5 else "black"
+                    ax.text(j, i, str(int(counts[i, j])), ha="center", va="center", fontsize=8, color=color)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("true")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+class PlotConfusionMatrix(L.Callback):
+    """Log the confusion-matrix figure to TensorBoard after every validation and test, and save the test one.
+
+    Reads ``pl_module.confusion_matrices[stage]`` (a ``(K, K)`` tensor the task fills when its epoch ends,
+    already synchronised across processes) and ``pl_module.class_names``. Only rank 0 draws. Nothing is drawn
+    under ``fast_dev_run`` (Lightning logs nothing then either).
+
+    Args:
+        filename: File name of the test figure inside the run directory.
+        every_n_val_epochs: Draw the validation figure every this many validation epochs (drawing takes
+            ~0.1 s, noticeable next to a sub-second epoch).
+    """
+
+    def __init__(self, filename: str = "confusion_matrix.png", every_n_val_epochs: int = 1) -> None:
+        if every_n_val_epochs < 1:
+            raise ValueError(f"every_n_val_epochs must be >= 1, got {every_n_val_epochs}")
+        self.filename = filename
+        self.every_n_val_epochs = every_n_val_epochs
+        self._val_epochs = 0
+
+    def _figure(self, pl_module: L.LightningModule, stage: str) -> Figure | None:
+        matrix = getattr(pl_module, "confusion_matrices", {}).get(stage)
+        if matrix is None:
+            return None
+        return confusion_matrix_figure(matrix, pl_module.class_names, f"{stage} confusion matrix")
+
+    @staticmethod
+    def _log(trainer: L.Trainer, tag: str, fig: Figure) -> None:
+        for logger in trainer.loggers:
+            if isinstance(logger, TensorBoardLogger):
+                logger.experiment.add_figure(tag, fig, global_step=trainer.global_step, close=False)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Log the validation figure (not during the sanity check)."""
+        if trainer.sanity_checking or trainer.fast_dev_run or not trainer.is_global_zero:
+            return
+        self._val_epochs += 1
+        if (self._val_epochs - 1) % self.every_n_val_epochs:
+            return
+        if (fig := self._figure(pl_module, "val")) is not None:
+            self._log(trainer, "val/confusion_matrix", fig)
+
+    def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Log the test figure and write it to ``<run>/<filename>`` atomically."""
+        if trainer.fast_dev_run or not trainer.is_global_zero:
+            return
+        if (fig := self._figure(pl_module, "test")) is None:
+            return
+        self._log(trainer, "test/confusion_matrix", fig)
+        path = Path(trainer.log_dir or trainer.default_root_dir) / self.filename
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
+        rank_zero_info(f"Confusion matrix written to {path}")

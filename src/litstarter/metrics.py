@@ -1,0 +1,94 @@
+"""The classification metrics logged at each stage, and how their values become loggable scalars."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torchmetrics import Metric, MetricCollection
+from torchmetrics.classification import (
+    MulticlassAccuracy,
+    MulticlassAUROC,
+    MulticlassCalibrationError,
+    MulticlassConfusionMatrix,
+    MulticlassF1Score,
+    MulticlassPrecision,
+    MulticlassRecall,
+)
+
+# Exact AUROC: it keeps every (N, K) probability (4 * N * K bytes, gathered across processes at compute).
+# The binned variant (an int here) has constant memory, but under `deterministic: true` torchmetrics counts
+# its bins with an (N*K*bins) x (K*bins*4) comparison: minutes per batch. Bin only with deterministic off.
+AUROC_THRESHOLDS = None
+# Key of the (K, K) confusion matrix in a stage's collection; split off before logging scalars.
+CONFUSION_MATRIX = "confusion_matrix"
+
+
+def classification_metrics(num_classes: int, stage: str) -> MetricCollection:
+    """The metric set of one stage, with keys prefixed ``<stage>/``. Update it with probabilities ``(B, K)``.
+
+    * ``train``: ``acc``, ``f1_macro`` (updated every step, so kept cheap).
+    * ``val``: also macro and micro precision, recall and F1, per-class recall (``recall/<class>``),
+      one-vs-rest macro AUROC and the confusion matrix.
+    * ``test``: all of ``val`` plus the expected calibration error ``ece`` (15 equal-width bins, L1).
+
+    For single-label classification micro precision, recall and F1 all equal accuracy; they are logged
+    anyway so that every report has the same columns.
+
+    Args:
+        num_classes: Number of classes.
+        stage: ``"train"``, ``"val"`` or ``"test"``.
+    """
+    if stage not in ("train", "val", "test"):
+        raise ValueError(f"stage must be 'train', 'val' or 'test', got {stage!r}")
+    k = num_classes
+    metrics: dict[str, Metric] = {
+        "acc": MulticlassAccuracy(k, average="micro"),
+        "f1_macro": MulticlassF1Score(k, average="macro"),
+    }
+    if stage in ("val", "test"):
+        metrics |= {
+            "f1_micro": MulticlassF1Score(k, average="micro"),
+            "precision_macro": MulticlassPrecision(k, average="macro"),
+            "precision_micro": MulticlassPrecision(k, average="micro"),
+            "recall_macro": MulticlassRecall(k, average="macro"),
+            "recall_micro": MulticlassRecall(k, average="micro"),
+            "recall": MulticlassRecall(k, average=None),  # (K,): one value per class
+            "auroc_macro": MulticlassAUROC(k, average="macro", thresholds=AUROC_THRESHOLDS),
+            CONFUSION_MATRIX: MulticlassConfusionMatrix(k),
+        }
+    if stage == "test":
+        metrics["ece"] = MulticlassCalibrationError(k, n_bins=15, norm="l1")
+    return MetricCollection(metrics, prefix=f"{stage}/")
+
+
+def split_confusion_matrix(values: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+    """Take the ``(K, K)`` confusion matrix (rows: true class) out of a computed collection."""
+    values = dict(values)
+    key = next((k for k in values if k.endswith("/" + CONFUSION_MATRIX) or k == CONFUSION_MATRIX), None)
+    return values, (values.pop(key) if key is not None else None)
+
+
+def scalar_metrics(values: dict[str, torch.Tensor], class_names: Sequence[str]) -> dict[str, torch.Tensor]:
+    """Expand per-class vectors ``(K,)`` into one scalar per class, keyed by class name.
+
+    ``{"val/recall": tensor([0.9, 1.0])}`` with names ``["cat", "dog"]`` becomes
+    ``{"val/recall/cat": 0.9, "val/recall/dog": 1.0}``; scalars pass through.
+
+    Args:
+        values: A computed :class:`MetricCollection` (the confusion matrix already split off).
+        class_names: Names in label order; a ``/`` inside a name becomes ``_`` (it would nest the tag).
+    """
+    out: dict[str, torch.Tensor] = {}
+    for key, value in values.items():
+        if value.ndim == 0:
+            out[key] = value
+        elif value.ndim == 1 and len(value) == len(class_names):
+            for name, v in zip(class_names, value, strict=True):
+                out[f"{key}/{str(name).replace('/', '_')}"] = v
+        else:
+            raise ValueError(
+                f"metric {key!r} has shape {tuple(value.shape)}; expected a scalar or one value per class "
+                f"({len(class_names)})"
+            )
+    return out

@@ -1,0 +1,52 @@
+"""Optimiser helpers: parameter groups (no weight decay on norm layers and biases) and the gradient norm."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+from torch import nn
+from torch.nn.modules.batchnorm import _NormBase
+
+# Layers whose parameters are a scale and a shift: decaying them toward 0 fights the normalisation.
+NORM_LAYERS: tuple[type[nn.Module], ...] = (_NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm, nn.RMSNorm)
+
+
+def weight_decay_groups(module: nn.Module) -> list[dict]:
+    """Split trainable parameters into ``[{"params": decayed}, {"params": rest, "weight_decay": 0.0}]``.
+
+    Decayed: weights of convolutions, linear layers, embeddings. Not decayed: every parameter of a norm layer
+    (batch, layer, group, instance, RMS norm) and every bias. Weight decay pulls a weight toward zero, which
+    acts as a prior only where zero means "no effect"; for a norm scale (neutral at 1) or a bias it just
+    biases the model. The first group takes the optimiser's own ``weight_decay``. Empty groups are dropped;
+    frozen parameters (``requires_grad=False``) are left out.
+
+    Args:
+        module: The module whose parameters to group.
+    """
+    decay, no_decay, seen = [], [], set()
+    for module_ in module.modules():
+        for name, param in module_.named_parameters(recurse=False):
+            if not param.requires_grad or id(param) in seen:  # shared parameters appear once
+                continue
+            seen.add(id(param))
+            if isinstance(module_, NORM_LAYERS) or name == "bias" or name.endswith("_bias"):
+                no_decay.append(param)
+            else:
+                decay.append(param)
+    groups = [{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return [g for g in groups if g["params"]]
+
+
+def total_grad_norm(params: Iterable[nn.Parameter]) -> torch.Tensor:
+    """The global L2 norm of all gradients, as a device tensor (no synchronisation).
+
+    Args:
+        params: Parameters; those without a gradient are skipped.
+    """
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    if hasattr(torch.nn.utils, "get_total_norm"):  # torch >= 2.6: one fused (foreach) kernel per device
+        return torch.nn.utils.get_total_norm(grads, norm_type=2.0)
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
