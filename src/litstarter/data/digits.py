@@ -7,6 +7,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from litstarter.data.base import ArrayDataModule
+from litstarter.data.class_subset import relabel, select_classes
 from litstarter.data.dataset import ArrayImageDataset, channel_stats
 from litstarter.data.transforms import Augmentation
 
@@ -25,6 +26,8 @@ class DigitsDataModule(ArrayDataModule):
         augmentation: Random training augmentation; ``null`` turns it off. No flips: a flipped digit is another glyph.
         mean: Per-channel mean (0..1 scale) to normalise with; ``null`` computes it from the train split.
         std: Per-channel std (0..1 scale) to normalise with; ``null`` computes it from the train split.
+        classes: Train on these digits only, e.g. ``[5, 6, 7, 8, 9]``, labelled 0..K-1 in the order given (the
+            model's ``class_names`` follow). Each split keeps the images it has in the full data. ``null``: all 10.
     """
 
     def __init__(
@@ -39,6 +42,7 @@ class DigitsDataModule(ArrayDataModule):
         ),
         mean: list[float] | None = None,
         std: list[float] | None = None,
+        classes: list[str | int] | None = None,
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if not 0 < val_fraction < 1 or not 0 < test_fraction < 1 or val_fraction + test_fraction >= 1:
@@ -51,12 +55,13 @@ class DigitsDataModule(ArrayDataModule):
         self.augmentation = augmentation
         self.image_size = (8, 8)
         self.channels = 1
-        self.class_names = [str(d) for d in range(10)]
+        self.all_class_names = [str(d) for d in range(10)]
+        self.class_names = select_classes(self.all_class_names, classes, source="the digits (0-9)")
         self._mean, self._std = mean, std
         self._splits: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
 
     def splits(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """``{"train"|"val"|"test": (images (N, 1, 8, 8) uint8, labels (N,))}``, computed once."""
+        """``{"train"|"val"|"test": (images (N, 1, 8, 8) uint8, labels (N,))}`` of the kept classes, computed once."""
         if self._splits is None:
             digits = load_digits()
             # Pixel values are 0..16 counts; rescale to the 0..255 of every other image source.
@@ -69,7 +74,11 @@ class DigitsDataModule(ArrayDataModule):
             x_val, x_test, y_val, y_test = train_test_split(
                 x_rest, y_rest, test_size=self.test_fraction / held_out, stratify=y_rest, random_state=self.seed
             )
-            self._splits = {"train": (x_train, y_train), "val": (x_val, y_val), "test": (x_test, y_test)}
+            self._splits = {}
+            # Split first, then keep the chosen classes: a class's images land in the same split either way.
+            for split, (x, y) in {"train": (x_train, y_train), "val": (x_val, y_val), "test": (x_test, y_test)}.items():
+                keep, y_new = relabel(y, self.all_class_names, self.class_names)
+                self._splits[split] = (x[keep], y_new)
         return self._splits
 
     def setup(self, stage: str | None = None) -> None:

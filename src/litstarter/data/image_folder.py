@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -12,8 +13,9 @@ from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Sampl
 
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.cache import ImageCache, bad_files_error, build_cache, cache_key, load_cache, warn_skipped
+from litstarter.data.class_subset import select_classes
 from litstarter.data.dataset import ArrayImageDataset
-from litstarter.data.folder_layout import detect_layout, list_sources
+from litstarter.data.folder_layout import SourceFile, detect_layout, list_sources
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
 from litstarter.data.transforms import Augmentation
 from litstarter.preprocess import as_size, cache_size_for
@@ -62,6 +64,9 @@ class ImageFolderDataModule(ArrayDataModule):
         mean: Per-channel mean (0..1 scale) to normalise with; ``null`` uses the train split's, from the cache.
         std: Per-channel std (0..1 scale) to normalise with; ``null`` uses the train split's, from the cache.
         seed: Seed for the split, the sampler and the augmentation.
+        classes: Train on these class folders only, labelled 0..K-1 in the order given (the model's
+            ``class_names`` follow); ``null``: every class folder, in sorted order. Each kept image lands in the
+            split it has with all classes.
     """
 
     def __init__(
@@ -81,6 +86,7 @@ class ImageFolderDataModule(ArrayDataModule):
         mean: list[float] | None = None,
         std: list[float] | None = None,
         seed: int = 42,
+        classes: list[str | int] | None = None,
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if channels not in (1, 3):
@@ -112,12 +118,13 @@ class ImageFolderDataModule(ArrayDataModule):
         self.on_bad_file = on_bad_file
         self._mean, self._std = mean, std
         # Cheap (folder names only) and needed now: the CLI links class_names into the model at instantiation.
-        self.layout, self.class_names = detect_layout(self.root)
+        self.layout, self.all_class_names = detect_layout(self.root)
+        self.class_names = select_classes(self.all_class_names, classes, source=f"data.root '{self.root}'")
         self.cache: ImageCache | None = None
 
     @property
     def class_to_idx(self) -> dict[str, int]:
-        """Class name -> label index (sorted folder names); saved in the cache manifest and in checkpoints."""
+        """Class name -> label index (the kept class names in order); saved in the cache manifest and in checkpoints."""
         return {name: i for i, name in enumerate(self.class_names)}
 
     def cache_params(self) -> dict:
@@ -130,6 +137,8 @@ class ImageFolderDataModule(ArrayDataModule):
         }
         if self.layout == "classes":  # the split is computed here, so it is part of what is cached
             params |= {"val_fraction": self.val_fraction, "test_fraction": self.test_fraction, "seed": self.seed}
+        if self.class_names != self.all_class_names:  # a subset (or another order): other files, other labels
+            params["classes"] = list(self.class_names)
         return params
 
     def cache_folder(self) -> Path:
@@ -138,8 +147,8 @@ class ImageFolderDataModule(ArrayDataModule):
 
     def load_or_build_cache(self) -> ImageCache:
         """List the files, then reuse the cache if it matches them, else build it (with a progress bar)."""
-        sources = list_sources(
-            self.root, self.layout, self.class_names, self.val_fraction, self.test_fraction, self.seed
+        sources = self._keep_classes(
+            list_sources(self.root, self.layout, self.all_class_names, self.val_fraction, self.test_fraction, self.seed)
         )
         params, folder = self.cache_params(), self.cache_folder()
         cache = load_cache(folder, params, sources)
@@ -162,6 +171,17 @@ class ImageFolderDataModule(ArrayDataModule):
             )
         warn_skipped(self.root, folder, cache.skipped)
         return cache
+
+    def _keep_classes(self, sources: dict[str, list[SourceFile]]) -> dict[str, list[SourceFile]]:
+        """The files of ``class_names`` only, relabelled to their index there (listed and split with all classes,
+        so a class's split does not depend on which others are kept)."""
+        if self.class_names == self.all_class_names:
+            return sources
+        new_label = {self.all_class_names.index(name): i for i, name in enumerate(self.class_names)}
+        return {
+            split: [dataclasses.replace(f, label=new_label[f.label]) for f in files if f.label in new_label]
+            for split, files in sources.items()
+        }
 
     def prepare_data(self) -> None:
         """Build the cache if needed. Lightning calls this on one process per node; the others wait."""
