@@ -283,7 +283,10 @@ def build_cache(
             missing = sorted(set(class_to_idx.values()) - {s.label for s in kept})
             if split == "train" and missing:
                 names = [n for n, i in class_to_idx.items() if i in missing]
-                raise ValueError(f"classes {names} have no readable training images under '{root}' after skipping")
+                raise ValueError(
+                    f"classes {names} have no readable training images left after data.on_bad_file=skip; a class"
+                    f" is never dropped silently. {bad_files_error(root, bad)}"
+                )
         for split, (images_tmp, labels_tmp, _) in written.items():
             os.replace(images_tmp, folder / f"{split}.u8")
             os.replace(labels_tmp, folder / f"{split}.labels.npy")

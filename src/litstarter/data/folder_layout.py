@@ -28,9 +28,8 @@ def expected_layout(root: Path) -> str:
     """The accepted layouts, spelled out for ``root`` (used in every layout error)."""
     return (
         "expected one of these layouts:\n"
-        f"  {root}/<class>/<image>                  split by data.val_fraction / data.test_fraction\n"
-        f"  {root}/train/<class>/<image>, {root}/val/<class>/<image> [, {root}/test/<class>/<image>]"
-        "   splits as given"
+        f"  {root}/<class>/<image>                  split here by data.val_fraction and data.test_fraction\n"
+        f"  {root}/{{train,val,test}}/<class>/<image>  splits as given (test is optional)"
     )
 
 

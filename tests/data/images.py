@@ -1,0 +1,65 @@
+"""Helpers that write small image folders with PIL (tests make their own data; nothing is downloaded)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+
+def write_image(path: Path, size: tuple[int, int] = (20, 24), mode: str = "RGB", seed: int = 0) -> Path:
+    """Write a random image of ``size`` ``(h, w)`` in PIL ``mode``; the format follows the file extension."""
+    rng = np.random.default_rng(seed)
+    h, w = size
+    if mode in ("RGB", "RGBA", "CMYK"):
+        image = Image.fromarray(rng.integers(0, 256, (h, w, len(mode)), dtype=np.uint8), mode)
+    elif mode == "LA":
+        image = Image.fromarray(rng.integers(0, 256, (h, w, 2), dtype=np.uint8), "LA")
+    elif mode == "I;16":
+        image = Image.fromarray(rng.integers(0, 65536, (h, w), dtype=np.uint16))
+    elif mode == "P":
+        image = Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).convert("P")
+    else:
+        image = Image.fromarray(rng.integers(0, 256, (h, w), dtype=np.uint8)).convert(mode)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path)
+    return path
+
+
+def make_class_folder(
+    root: Path, counts: dict[str, int], size: tuple[int, int] = (20, 24), ext: str = ".png", seed: int = 0
+) -> Path:
+    """``root/<class>/<i><ext>`` with ``counts[class]`` random RGB images each."""
+    for c, (name, n) in enumerate(counts.items()):
+        for i in range(n):
+            write_image(root / name / f"{i:03d}{ext}", size, seed=seed * 10_000 + c * 1000 + i)
+    return root
+
+
+def make_split_folder(root: Path, counts: dict[str, dict[str, int]], size: tuple[int, int] = (20, 24)) -> Path:
+    """``root/<split>/<class>/<i>.png`` with ``counts[split][class]`` images each."""
+    for s, (split, per_class) in enumerate(counts.items()):
+        make_class_folder(root / split, per_class, size, seed=s + 1)
+    return root
+
+
+def make_imbalanced_folder(
+    root: Path, seed: int, counts: dict[str, tuple[int, int]], means: tuple[float, float] = (110, 140)
+) -> Path:
+    """Two classes of 16x16 grayscale images whose brightness level is drawn from N(mean, 15) per image.
+
+    The levels overlap (the means are 2 sd apart), so the classes are learnable but not separable: the
+    best decision threshold under a 10:1 prior sits well inside the rare class, and one under a balanced
+    prior halfway between the means. ``counts[split] = (n_common, n_rare)``.
+    """
+    rng = np.random.default_rng(seed)
+    for split, ns in counts.items():
+        for label, (name, n) in enumerate(zip(("common", "rare"), ns, strict=True)):
+            folder = root / split / name
+            folder.mkdir(parents=True, exist_ok=True)
+            for i in range(n):
+                level = rng.normal(means[label], 15.0)
+                pixels = np.clip(level + rng.normal(0, 25, (16, 16)), 0, 255).astype(np.uint8)
+                Image.fromarray(pixels).save(folder / f"{i:03d}.png")
+    return root
