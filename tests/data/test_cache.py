@@ -224,7 +224,8 @@ def test_a_damaged_cache_is_rebuilt(tmp_path: Path) -> None:
     assert load_cache(folder, params, sources) is None
     dm2 = module(root, tmp_path / "cache")
     dm2.prepare_data()
-    assert not dm2.cache.reused and (folder / "train.u8").stat().st_size == int(np.prod(dm2.cache.images("train").shape))
+    assert not dm2.cache.reused
+    assert (folder / "train.u8").stat().st_size == int(np.prod(dm2.cache.images("train").shape))
     (folder / MANIFEST).write_text("{ not json")
     assert load_cache(folder, params, sources) is None
 
