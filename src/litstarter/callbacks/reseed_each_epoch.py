@@ -27,6 +27,7 @@ class ReseedEachEpoch(L.Callback):
 
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
+        self._pending = False
 
     def epoch_seed(self, epoch: int, rank: int) -> int:
         """The seed for ``epoch`` on process ``rank``: distinct for every pair, fits in 32 bits for numpy."""
@@ -34,7 +35,18 @@ class ReseedEachEpoch(L.Callback):
         return (base * 1_000_003 + epoch * 8_191 + rank) % 2**32
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Seed python, numpy and torch (CPU and every CUDA device)."""
+        """Arm the reseed for this epoch's first batch."""
+        self._pending = True
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch, batch_idx: int) -> None:
+        """Seed python, numpy and torch (CPU and every CUDA device) right before the epoch's first step.
+
+        Not at epoch start: between the two, Lightning creates the loader iterator (which draws a base seed
+        from the torch RNG), and a resumed run does so at another moment than an uninterrupted one.
+        """
+        if not self._pending:
+            return
+        self._pending = False
         seed = self.epoch_seed(trainer.current_epoch, trainer.global_rank)
         random.seed(seed)
         np.random.seed(seed)

@@ -1,0 +1,71 @@
+"""Callbacks that tests inject into a run (``--trainer.callbacks+=...``) to make faults happen on cue."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import lightning as L
+import torch
+
+
+class KillAtStep(L.Callback):
+    """SIGKILL this process when the batch that would become optimiser step ``step`` starts.
+
+    The same uncatchable signal an OOM killer or a pre-empted node delivers, at a step chosen by the test.
+
+    Args:
+        step: ``trainer.global_step`` at which to die.
+    """
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class PoisonWeightsAtStep(L.Callback):
+    """At ``step``, copy the checkpoint folder to ``snapshot`` and set one head weight to NaN.
+
+    The copy records the checkpoints as they were just before the fault, for a byte-wise comparison later.
+
+    Args:
+        step: ``trainer.global_step`` at which to poison the weights.
+        snapshot: Where to copy ``<run>/checkpoints`` to.
+    """
+
+    def __init__(self, step: int, snapshot: str) -> None:
+        self.step = step
+        self.snapshot = snapshot
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            shutil.copytree(Path(trainer.checkpoint_callback.dirpath), self.snapshot)
+            with torch.no_grad():
+                pl_module.net.head.weight[0, 0] = float("nan")
+
+
+class DumpRankMetrics(L.Callback):
+    """At the end of fit, write this rank's view of a few metrics to ``<folder>/rank<r>.json``.
+
+    Args:
+        folder: Where to write (outside the run directory, which only rank 0 may write to).
+    """
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.train_loss_steps: list[float] = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self.train_loss_steps.append(float(outputs["loss"]))
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
+        data = {"metrics": metrics, "train_loss_steps": self.train_loss_steps, "global_step": trainer.global_step}
+        Path(self.folder).mkdir(parents=True, exist_ok=True)
+        (Path(self.folder) / f"rank{trainer.global_rank}.json").write_text(json.dumps(data))
