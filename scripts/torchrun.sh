@@ -33,8 +33,12 @@ else
           --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT")
 fi
 
+extra=()
+# SyncBatchNorm (on in multinode.yaml) only works on GPUs.
+[[ "$ACCELERATOR" == "cpu" ]] && extra=(--trainer.sync_batchnorm false)
+
 exec "${launch[@]}" -m litstarter fit \
   --config "$CONFIG" --config configs/trainer/multinode.yaml \
   --trainer.accelerator "$ACCELERATOR" \
   --trainer.num_nodes "$NNODES" --trainer.devices "$NPROC_PER_NODE" \
-  "$@"
+  "${extra[@]}" "$@"

@@ -18,6 +18,7 @@ LIGHT_COMMANDS: dict[str, str] = {
 
 def main(argv: list[str] | None = None) -> int:
     """Dispatch a light subcommand, or hand over to LightningCLI."""
+    from_sys_argv = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in LIGHT_COMMANDS:
         import importlib
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from litstarter.cli import main as cli_main
 
-    cli_main(argv)
+    cli_main(None if from_sys_argv else argv)  # None: LightningCLI reads sys.argv itself
     return 0
 
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from litstarter.data.base import ArrayDataModule
@@ -56,16 +53,12 @@ def stored_image_size(datamodule) -> tuple[int, int]:
 
 
 def main(args: list[str] | None = None) -> LitStarterCLI:
-    """Run the CLI. ``args`` defaults to ``sys.argv[1:]``."""
-    # Quieter, more useful logs by default; users can still override these in the environment.
-    os.environ.setdefault(
-        "PYTHONWARNINGS", "ignore::UserWarning:lightning.pytorch.trainer.connectors.data_connector"
-    )
+    """Run the CLI. ``args=None`` reads ``sys.argv[1:]``."""
     return LitStarterCLI(
         ImageClassifier,
         ArrayDataModule,
         subclass_mode_data=True,
         save_config_kwargs={"overwrite": True},
         auto_configure_optimizers=False,  # the task owns its optimiser; see model.optimizer
-        args=sys.argv[1:] if args is None else args,
+        args=args,
     )

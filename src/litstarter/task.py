@@ -9,6 +9,7 @@ from typing import Literal
 import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from lightning.pytorch.utilities import rank_zero_info
 from torch import nn
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
@@ -66,6 +67,12 @@ class ImageClassifier(L.LightningModule):
         compile: ``torch.compile`` the backbone when fitting starts (``true``, or a dict of
             ``torch.compile`` arguments such as ``{mode: max-autotune}``); undone when fitting ends.
             Checkpoints are saved without the compiler's ``_orig_mod.`` key prefix, so they load uncompiled.
+        scale_lr_with_batch: Scale the optimiser's learning rate with the effective global batch
+            (per-device batch x devices x nodes x accumulation) relative to ``reference_batch_size``:
+            ``linear`` (x global/reference), ``sqrt`` (x its square root, gentler; often better for Adam),
+            or ``none``.
+        reference_batch_size: The global batch the configured learning rate was tuned for (64: the default
+            config on one device).
     """
 
     # Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).
@@ -89,6 +96,8 @@ class ImageClassifier(L.LightningModule):
         gradient_checkpointing: bool = False,
         channels_last: bool = False,
         compile: bool | dict = False,
+        scale_lr_with_batch: Literal["none", "linear", "sqrt"] = "none",
+        reference_batch_size: int = 64,
     ) -> None:
         super().__init__()
         if num_classes < 2:
@@ -238,12 +247,48 @@ class ImageClassifier(L.LightningModule):
         (``ReduceLROnPlateau``: every epoch, after validation, on ``val/loss``)."""
         params = weight_decay_groups(self) if self.hparams.get("no_decay_norm_and_bias", True) else self.parameters()
         optimizer = self.optimizer(params)
+        self._scale_lr(optimizer, self.batch_plan())
         scheduler = self._build_scheduler(optimizer)
         if isinstance(scheduler, ReduceLROnPlateau):
             config = {"scheduler": scheduler, "interval": "epoch", "monitor": PLATEAU_MONITOR}
         else:
             config = {"scheduler": scheduler, "interval": "step"}
         return {"optimizer": optimizer, "lr_scheduler": config}
+
+    def batch_plan(self) -> dict[str, int]:
+        """World size, nodes, devices, per-device batch, accumulation and the effective global batch."""
+        trainer = self.trainer
+        per_device = getattr(trainer.datamodule, "batch_size", None) if trainer.datamodule is not None else None
+        plan = {
+            "world_size": trainer.world_size,
+            "num_nodes": trainer.num_nodes,
+            "devices": trainer.num_devices,
+            "per_device_batch": int(per_device or 0),
+            "accumulate_grad_batches": trainer.accumulate_grad_batches,
+        }
+        plan["global_batch"] = plan["per_device_batch"] * plan["world_size"] * plan["accumulate_grad_batches"]
+        return plan
+
+    def _scale_lr(self, optimizer: torch.optim.Optimizer, plan: dict[str, int]) -> None:
+        """Print the batch plan; scale every group's learning rate per ``scale_lr_with_batch``."""
+        mode = self.hparams.get("scale_lr_with_batch", "none")
+        reference = self.hparams.get("reference_batch_size", 64)
+        factor = 1.0
+        if mode != "none" and plan["global_batch"] > 0:
+            ratio = plan["global_batch"] / reference
+            factor = ratio if mode == "linear" else ratio**0.5
+        for group in optimizer.param_groups:
+            group["lr"] *= factor
+        rank_zero_info(
+            f"batch plan: world size {plan['world_size']} = {plan['num_nodes']} node(s) x {plan['devices']} device(s); "
+            f"per-device batch {plan['per_device_batch']} x accumulation {plan['accumulate_grad_batches']} "
+            f"-> effective global batch {plan['global_batch']}"
+        )
+        if mode != "none":
+            rank_zero_info(
+                f"scale_lr_with_batch={mode}: lr x {factor:.4g} (global batch {plan['global_batch']} vs reference "
+                f"{reference}) -> lr {optimizer.param_groups[0]['lr']:.4g}"
+            )
 
     def _build_scheduler(self, optimizer: torch.optim.Optimizer):
         """Call ``lr_scheduler``, filling an unset ``total_steps`` from the Trainer's estimate."""

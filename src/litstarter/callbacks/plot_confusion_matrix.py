@@ -99,11 +99,12 @@ class PlotConfusionMatrix(L.Callback):
 
     def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Log the test figure and write it to ``<run>/<filename>`` atomically."""
-        if trainer.fast_dev_run or not trainer.is_global_zero:
+        if trainer.fast_dev_run:
             return
-        if (fig := self._figure(pl_module, "test")) is None:
+        run_dir = trainer.log_dir  # a collective under DDP (rank 0 broadcasts it): every rank must ask
+        if not trainer.is_global_zero or (fig := self._figure(pl_module, "test")) is None:
             return
         self._log(trainer, "test/confusion_matrix", fig)
-        path = Path(trainer.log_dir or trainer.default_root_dir) / self.filename
+        path = Path(run_dir or trainer.default_root_dir) / self.filename
         atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
         rank_zero_info(f"Confusion matrix written to {path}")

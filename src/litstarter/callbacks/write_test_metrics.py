@@ -25,9 +25,12 @@ class WriteTestMetrics(L.Callback):
 
     def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Collect the logged test metrics and write them atomically."""
-        if not trainer.is_global_zero or trainer.fast_dev_run:
+        if trainer.fast_dev_run:
+            return
+        run_dir = trainer.log_dir  # a collective under DDP (rank 0 broadcasts it): every rank must ask
+        if not trainer.is_global_zero:
             return
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/") and v.numel() == 1}
-        path = Path(trainer.log_dir or trainer.default_root_dir) / self.filename
+        path = Path(run_dir or trainer.default_root_dir) / self.filename
         write_json(path, metrics)
         rank_zero_info(f"Test metrics written to {path}")
