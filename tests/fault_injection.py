@@ -66,6 +66,11 @@ class DumpRankMetrics(L.Callback):
 
     def on_fit_end(self, trainer, pl_module) -> None:
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
-        data = {"metrics": metrics, "train_loss_steps": self.train_loss_steps, "global_step": trainer.global_step}
+        data = {
+            "metrics": metrics,
+            "train_loss_steps": self.train_loss_steps,
+            "global_step": trainer.global_step,
+            "pid": os.getpid(),
+        }
         Path(self.folder).mkdir(parents=True, exist_ok=True)
         (Path(self.folder) / f"rank{trainer.global_rank}.json").write_text(json.dumps(data))
