@@ -1,0 +1,131 @@
+"""The uint8 memmap cache against per-item JPEG decoding, measured side by side in one run.
+
+    .venv/bin/python benchmarks/data_pipeline.py [--images 2000] [--image_size 64] [--workers 2]
+
+Generates a folder of JPEGs (10 classes, each side 64-256 px at random), then times training images per
+second through two loaders with the same batch size and the same number of worker processes:
+
+* cached: ``ImageFolderDataModule``'s train loader (decode/convert/resize done once into the cache; per
+  sample a random resized crop, flip and colour jitter on the uint8 tensor);
+* per-item decoding: torchvision ``ImageFolder`` with PIL, and the same random resized crop, flip and colour
+  jitter as PIL transforms, then ``PILToTensor``.
+
+The first epoch of each is a warm-up (worker start, page cache) and is not counted; the timed epochs
+alternate between the two loaders, and the median of each is reported. Also prints the cache
+build time and the time to reuse the cache when nothing changed. Target: cached / per-item >= 5x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+# torch, torchvision and litstarter.data are imported inside main(): the cache build's decoder processes
+# start with `spawn` and re-import this module, and should not pay for importing Lightning.
+
+
+def make_jpeg_folder(root: Path, n_images: int, seed: int = 0) -> None:
+    """``root/<class>/<i>.jpg``: smooth random colour fields plus noise, sides 64-256 px, quality 90."""
+    rng = np.random.default_rng(seed)
+    for i in range(n_images):
+        h, w = rng.integers(64, 257, size=2)
+        coarse = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+        image = Image.fromarray(coarse).resize((int(w), int(h)), Image.Resampling.BICUBIC)
+        pixels = np.clip(np.asarray(image, dtype=np.int16) + rng.integers(-20, 21, (h, w, 3)), 0, 255)
+        folder = root / f"class_{i % 10}"
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(pixels.astype(np.uint8)).save(folder / f"{i:05d}.jpg", quality=90)
+
+
+def epoch_rate(loader, epoch: int) -> float:
+    """Images per second over one epoch of ``loader``."""
+    if hasattr(loader.sampler, "set_epoch"):
+        loader.sampler.set_epoch(epoch)
+    start, seen = time.perf_counter(), 0
+    for images, _ in loader:
+        seen += len(images)
+    return seen / (time.perf_counter() - start)
+
+
+def interleaved_rates(loaders: dict, epochs: int) -> dict[str, float]:
+    """Median images/s per loader; epochs alternate between loaders so load drift hits both alike."""
+    for loader in loaders.values():
+        epoch_rate(loader, 0)  # warm-up: worker start, page cache
+    rates = {name: [] for name in loaders}
+    for epoch in range(1, epochs + 1):
+        for name, loader in loaders.items():
+            rates[name].append(epoch_rate(loader, epoch))
+    return {name: statistics.median(r) for name, r in rates.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=2000, help="JPEGs to generate (>= 2000 for the claim)")
+    parser.add_argument("--image_size", type=int, default=64, help="crop size, as configs/data/image_folder.yaml")
+    parser.add_argument("--workers", type=int, default=2, help="loader worker processes, the same for both")
+    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--epochs", type=int, default=3, help="timed epochs per pipeline, after a warm-up epoch")
+    args = parser.parse_args()
+
+    from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
+
+    from litstarter.data import Augmentation, ImageFolderDataModule
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root, cache_dir = Path(tmp) / "jpegs", Path(tmp) / "cache"
+        start = time.perf_counter()
+        make_jpeg_folder(root, args.images)
+        print(f"generated {args.images} JPEGs (64-256 px) in {time.perf_counter() - start:.1f} s")
+
+        aug = Augmentation(crop_scale=(0.35, 1.0), crop_ratio=(3 / 4, 4 / 3), hflip=0.5, color_jitter=0.1)
+
+        def data_module() -> ImageFolderDataModule:
+            return ImageFolderDataModule(
+                str(root), image_size=args.image_size, val_fraction=0.05, test_fraction=0.0, augmentation=aug,
+                batch_size=args.batch_size, num_workers=args.workers, cache_dir=str(cache_dir),
+            )  # fmt: skip
+
+        start = time.perf_counter()
+        dm = data_module()
+        dm.prepare_data()
+        build_s = time.perf_counter() - start
+        start = time.perf_counter()
+        again = data_module()
+        again.prepare_data()
+        reuse_s = time.perf_counter() - start
+        assert again.cache.reused
+        print(f"cache build: {build_s:.1f} s; reuse with nothing changed: {reuse_s:.3f} s")
+        dm.setup("fit")
+
+        # The same random transforms, on decoded PIL images (the per-item decoding pipeline).
+        per_item = transforms.Compose(
+            [
+                transforms.RandomResizedCrop(args.image_size, scale=aug.crop_scale, ratio=aug.crop_ratio),
+                transforms.RandomHorizontalFlip(aug.hflip),
+                transforms.ColorJitter(aug.color_jitter, aug.color_jitter, aug.color_jitter),
+                transforms.PILToTensor(),
+            ]
+        )
+        folder = datasets.ImageFolder(str(root), transform=per_item)  # decodes with PIL per item
+        loader = DataLoader(
+            folder, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
+            persistent_workers=args.workers > 0,
+        )  # fmt: skip
+        rates = interleaved_rates({"cached": dm.train_dataloader(), "decoded": loader}, args.epochs)
+        cached, decoded = rates["cached"], rates["decoded"]
+
+    print(f"{'pipeline':<40} {'images/s':>10}")
+    print(f"{'cached uint8 memmap + tensor augment':<40} {cached:>10.0f}")
+    print(f"{'ImageFolder + PIL decode + augment':<40} {decoded:>10.0f}")
+    print(f"ratio cached / per-item decoding: {cached / decoded:.1f}x  (workers={args.workers}, target >= 5x)")
+
+
+if __name__ == "__main__":
+    main()
