@@ -7,6 +7,11 @@ same optimiser, schedule and clipping. The Trainer runs with the template's defa
 built from configs/default.yaml exactly as `litstarter fit` builds them. We time the interval between
 consecutive train-batch starts (data loading + step + every hook), drop the first epoch as warm-up, and
 compare medians. Prints the ratio Lightning / hand-written (target <= 1.05).
+
+A second figure isolates what observability costs per step: the same Trainer with the default logging
+(TensorBoard logger, LearningRateMonitor, ThroughputMonitor, confusion-matrix figures, train/grad_norm) and
+progress bar, against the same Trainer with the logger, those callbacks and the progress bar removed
+(target <= 1.02).
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from pathlib import Path
 
 import lightning as L
 import torch
+from lightning.pytorch.callbacks import LearningRateMonitor, ProgressBar, ThroughputMonitor
 
+from litstarter.callbacks import PlotConfusionMatrix
 from litstarter.cli import LitStarterCLI
 from litstarter.data.base import ArrayDataModule
 from litstarter.task import ImageClassifier
@@ -47,12 +54,27 @@ def step_times(epochs: list[list[float]]) -> list[float]:
 
 def build(args: list[str]) -> LitStarterCLI:
     return LitStarterCLI(
-        ImageClassifier, ArrayDataModule, subclass_mode_data=True, run=False, auto_configure_optimizers=False, args=args
+        ImageClassifier,
+        ArrayDataModule,
+        subclass_mode_data=True,
+        run=False,
+        auto_configure_optimizers=False,
+        save_config_kwargs={"overwrite": True},  # the logger-less runs all save into default_root_dir
+        args=args,
     )
 
 
-def lightning_loop(base_args: list[str], epochs: int, extra: list[str] = ()) -> list[float]:
+# Callbacks that exist only to report (they need a logger or a terminal); removed for the "quiet" run.
+REPORTING = (ProgressBar, LearningRateMonitor, ThroughputMonitor, PlotConfusionMatrix)
+
+
+def lightning_loop(base_args: list[str], epochs: int, extra: list[str] = (), quiet: bool = False) -> list[float]:
+    if quiet:
+        extra = [*extra, "--trainer.logger=false"]
     cli = build([*base_args, f"--trainer.max_epochs={epochs}", *extra])
+    if quiet:
+        cli.trainer.callbacks[:] = [c for c in cli.trainer.callbacks if not isinstance(c, REPORTING)]
+        assert cli.trainer.progress_bar_callback is None and not cli.trainer.loggers
     timer = BatchStartTimes()
     cli.trainer.callbacks.append(timer)
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
@@ -96,18 +118,25 @@ def main() -> None:
             "--config",
             str(REPO / "configs" / "default.yaml"),
             f"--trainer.logger.init_args.save_dir={tmp}",
+            f"--trainer.default_root_dir={tmp}",  # checkpoints of the logger-less run
             f"--data.init_args.batch_size={opts.batch_size}",
         ]
-        results: dict[str, list[float]] = {"hand": [], "lightning": []}
-        for _ in range(opts.repeats):  # interleave so drift in machine load hits both alike
+        results: dict[str, list[float]] = {"hand": [], "lightning": [], "quiet": []}
+        for _ in range(opts.repeats):  # interleave so drift in machine load hits all alike
             results["hand"] += hand_loop(base, opts.epochs)
             results["lightning"] += lightning_loop(base, opts.epochs)
+            results["quiet"] += lightning_loop(base, opts.epochs, quiet=True)
     med = {k: statistics.median(v) for k, v in results.items()}
     print(
         f"median step: hand-written {med['hand'] * 1e3:.2f} ms, Lightning {med['lightning'] * 1e3:.2f} ms "
         f"({len(results['hand'])} / {len(results['lightning'])} steps)"
     )
     print(f"ratio Lightning / hand-written: {med['lightning'] / med['hand']:.3f}  (target <= 1.05)")
+    print(
+        f"median step: Lightning with logging + progress bar {med['lightning'] * 1e3:.2f} ms, "
+        f"with both off {med['quiet'] * 1e3:.2f} ms ({len(results['quiet'])} steps)"
+    )
+    print(f"ratio logging + progress bar on / off: {med['lightning'] / med['quiet']:.3f}  (target <= 1.02)")
 
 
 if __name__ == "__main__":
