@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from litstarter.data.dataset import channel_stats
 from litstarter.data.folder_layout import SourceFile

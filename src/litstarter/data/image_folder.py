@@ -222,6 +222,10 @@ class ImageFolderDataModule(ArrayDataModule):
             return self._loader(self.val_set, "val")
         return super().test_dataloader()
 
+    def predict_dataloader(self) -> DataLoader:
+        """As ``test_dataloader``: the test split in order, or the val split if there is none."""
+        return self.test_dataloader()
+
     def normalization(self) -> tuple[list[float], list[float]]:
         """The configured mean/std, or the train split's own statistics from the cache manifest."""
         if self._mean is not None and self._std is not None:
