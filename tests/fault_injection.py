@@ -62,7 +62,8 @@ class DumpRankMetrics(L.Callback):
         self.train_loss_steps: list[float] = []
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        self.train_loss_steps.append(float(outputs["loss"]))
+        # The value as logged (after any sync_dist reduction), not the raw loss of this rank's batch.
+        self.train_loss_steps.append(float(trainer.callback_metrics["train/loss_step"]))
 
     def on_fit_end(self, trainer, pl_module) -> None:
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}

@@ -46,7 +46,7 @@ def test_ddp_two_cpu_processes_fit_with_rank_zero_writes_and_synced_epoch_metric
     # Epoch-level metrics are reduced across processes: both ranks hold the same values ...
     for key in ("val/loss", "val/acc", "val/f1_macro", "val/auroc_macro", "train/acc"):
         assert rank0["metrics"][key] == rank1["metrics"][key], key
-    # ... while per-step values are not synced (each rank logs the loss of its own shard).
+    # ... while per-step logged values are not reduced (each rank logs the loss of its own shard).
     assert rank0["train_loss_steps"] != rank1["train_loss_steps"]
 
     # Only rank 0 wrote: one run directory, one best + last checkpoint, one metrics.json, and every

@@ -110,8 +110,3 @@ def test_gradient_clipping_bounds_the_update_and_the_logged_norm_is_before_clipp
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
     assert probe.norm == pytest.approx(0.001, rel=1e-3)
     assert cli.trainer.callback_metrics["train/grad_norm"] > 0.01  # logged before clipping
-
-
-def test_ddp_preset_syncs_batchnorm() -> None:
-    text = (CONFIGS / "trainer" / "ddp.yaml").read_text()
-    assert "strategy: ddp" in text and "sync_batchnorm: true" in text

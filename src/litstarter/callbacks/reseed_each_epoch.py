@@ -1,4 +1,4 @@
-"""Reseed the global RNGs at the start of every training epoch from ``(seed, epoch, rank)``."""
+"""Reseed the global RNGs at the first batch of every training epoch from ``(seed, epoch, rank)``."""
 
 from __future__ import annotations
 
