@@ -298,9 +298,9 @@ class ImageClassifier(L.LightningModule):
         return self.lr_scheduler(optimizer, **kwargs)
 
 
-def batch_size(batch: tuple[torch.Tensor, torch.Tensor]) -> int:
-    """Samples in a ``(images, labels)`` batch; ``ThroughputMonitor``'s ``batch_size_fn``."""
-    return len(batch[1])
+def batch_size(batch: tuple[torch.Tensor, torch.Tensor] | torch.Tensor) -> int:
+    """Samples in an ``(images, labels)`` batch or an images-only one; ``ThroughputMonitor``'s ``batch_size_fn``."""
+    return len(batch[0] if isinstance(batch, (tuple, list)) else batch)
 
 
 def inverse_frequency_weights(counts, class_names: list[str]) -> torch.Tensor:
