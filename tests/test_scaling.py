@@ -6,6 +6,7 @@ All on CPU with gloo. Every subprocess is bounded in time and gets its own free 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -201,3 +202,49 @@ def test_batch_plan_is_printed_and_lr_scales_with_the_global_batch(tmp_path: Pat
     assert scheduler.base_lrs[0] == pytest.approx(0.003 * 4)
     assert "world size 1" in caplog.text and "effective global batch 256" in caplog.text
     assert "lr x 4" in caplog.text
+
+
+@pytest.mark.slow
+def test_balanced_sampler_under_real_ddp_keeps_the_class_mix_on_every_rank(tmp_path: Path) -> None:
+    from tests.data.images import make_class_folder
+
+    root = make_class_folder(tmp_path / "images", {"a": 60, "b": 20, "c": 8}, size=(16, 16))
+    probe = tmp_path / "probe"
+    batch = 15  # 5 of each of the 3 classes per batch
+    cmd = [
+        str(BIN / "torchrun"),
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "litstarter",
+        "fit",
+        "--config",
+        str(DEFAULT_CONFIG),
+        "--config",
+        str(REPO / "configs" / "data" / "image_folder.yaml"),
+        f"--data.init_args.root={root}",
+        "--data.init_args.image_size=16",
+        "--data.init_args.sampler=balanced",
+        f"--data.init_args.cache_dir={tmp_path / 'cache'}",
+        "--data.init_args.val_fraction=0.25",
+        "--data.init_args.test_fraction=0.0",
+        "--trainer.strategy=ddp",
+        "--trainer.devices=2",
+        "--trainer.accelerator=cpu",
+        "--test_after_fit=false",
+        "--trainer.callbacks+=tests.ddp_probe.RecordSeenLabels",
+        f"--trainer.callbacks.out_dir={probe}",
+        *_short_fit_args(tmp_path / "runs", epochs=1, batch_size=batch),
+    ]
+    proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    seen = [json.loads((probe / f"rank{r}_epoch0.json").read_text())["labels"] for r in (0, 1)]
+    # 88 images, 25% val -> 66 train; each rank's share is ceil(66 / 2) = 33 -> ceil(33 / 15) = 3 full batches.
+    n_train = sum(round(n * 0.75) for n in (60, 20, 8))
+    per_rank_batches = math.ceil(math.ceil(n_train / 2) / batch)
+    # Together the ranks drew exactly one epoch's worth: every batch full, none missing or duplicated per rank.
+    assert [len(s) for s in seen] == [per_rank_batches * batch] * 2
+    for rank, labels in enumerate(seen):
+        fractions = [labels.count(c) / len(labels) for c in range(3)]
+        assert all(abs(f - 1 / 3) <= 0.05 for f in fractions), f"rank {rank} class mix {fractions}"
