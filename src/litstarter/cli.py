@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+
+from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from litstarter.data.base import ArrayDataModule
@@ -31,6 +34,10 @@ class LitStarterCLI(LightningCLI):
             help="After `fit`, test the best checkpoint (ModelCheckpoint's `best_model_path`).",
         )
 
+    def before_instantiate_classes(self) -> None:
+        """Show litstarter's own log lines (e.g. a backbone's stem adapted to the channels) as Lightning's show."""
+        show_litstarter_logs()
+
     def after_fit(self) -> None:
         """Test the best checkpoint on the test split, unless ``test_after_fit: false``."""
         if not self.config_value("test_after_fit"):
@@ -44,6 +51,17 @@ class LitStarterCLI(LightningCLI):
         """A top-level value of the active subcommand's config."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         return config.get(key)
+
+
+def show_litstarter_logs(level: int = logging.INFO) -> None:
+    """Print the ``litstarter`` loggers' records at ``level`` and above to stderr, from rank 0 only (once)."""
+    logger = logging.getLogger("litstarter")
+    if logger.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.addFilter(lambda record: getattr(rank_zero_only, "rank", 0) == 0)
+    logger.addHandler(handler)
+    logger.setLevel(level)
 
 
 def stored_image_size(datamodule) -> tuple[int, int]:

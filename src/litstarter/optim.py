@@ -38,6 +38,34 @@ def weight_decay_groups(module: nn.Module) -> list[dict]:
     return [g for g in groups if g["params"]]
 
 
+def split_groups_by_module(groups: list[dict], module: nn.Module, name: str, rest: str) -> list[dict]:
+    """Split every parameter group in two: the parameters of ``module`` and the others, each group named.
+
+    Used for discriminative learning rates: the backbone's groups can then get their own ``lr``. A group keeps its
+    other settings (e.g. ``weight_decay: 0``); names are ``name`` / ``rest``, with ``_no_decay`` appended for a
+    group with ``weight_decay`` 0, so ``LearningRateMonitor`` logs e.g. ``lr-AdamW/backbone``. Empty groups are
+    dropped.
+
+    Args:
+        groups: Parameter groups, e.g. from :func:`weight_decay_groups`.
+        module: The module whose parameters to separate, e.g. the backbone.
+        name: Name of the groups holding ``module``'s parameters.
+        rest: Name of the groups holding the others.
+    """
+    inside = {id(p) for p in module.parameters()}
+    split = []
+    for group in groups:
+        suffix = "_no_decay" if group.get("weight_decay") == 0.0 else ""
+        params = list(group["params"])
+        for group_name, members in (
+            (rest, [p for p in params if id(p) not in inside]),
+            (name, [p for p in params if id(p) in inside]),
+        ):
+            if members:
+                split.append({**group, "params": members, "name": group_name + suffix})
+    return split
+
+
 def total_grad_norm(params: Iterable[nn.Parameter]) -> torch.Tensor:
     """The global L2 norm of all gradients, as a device tensor (no synchronisation).
 

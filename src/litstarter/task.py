@@ -13,14 +13,18 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import nn
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
+from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
-from litstarter.models import Classifier, create_backbone
-from litstarter.optim import total_grad_norm, weight_decay_groups
+from litstarter.models import Classifier, check_weights, create_backbone, list_backbones
+from litstarter.optim import split_groups_by_module, total_grad_norm, weight_decay_groups
+from litstarter.transfer import TransferReport, load_matching_weights
 
 # What torch.compile inserts into state_dict keys (``backbone._orig_mod.stages...``).
 COMPILED_PREFIX = "_orig_mod."
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
 PLATEAU_MONITOR = "val/loss"
+# The registry is the one list of backbones: configs are checked against it and --help shows it.
+BackboneName = Literal[tuple(list_backbones())]
 
 
 def _default_optimizer(params) -> torch.optim.Optimizer:
@@ -37,7 +41,8 @@ class ImageClassifier(L.LightningModule):
     """Image classification with cross-entropy on logits.
 
     Args:
-        backbone: Registered backbone name (see ``litstarter.models.list_backbones()``).
+        backbone: Registered backbone name (``litstarter.models.list_backbones()``); ``configs/model/<name>.yaml``
+            selects one.
         num_classes: Number of classes; the CLI links it from ``data.num_classes``.
         in_channels: Image channels; the CLI links it from ``data.channels``.
         image_size: Input ``[height, width]``; linked from ``data.image_size`` and recorded for export.
@@ -46,6 +51,17 @@ class ImageClassifier(L.LightningModule):
             ``image_size`` (linked from the data module; recorded so inference on files resizes exactly as
             training did). ``null`` means ``image_size``.
         backbone_kwargs: Extra arguments for the backbone factory (e.g. ``widths`` for ``small_cnn``).
+        weights: Pretrained backbone weights: ``null`` (random init), a torchvision weights name such as
+            ``IMAGENET1K_V1`` or ``DEFAULT`` (downloaded to ``torch.hub.get_dir()/checkpoints`` on first use), or a
+            path to a state_dict file. Other channel counts than 3 adapt the stem. Loaded when a fit starts
+            (not when resuming, nor by ``load_from_checkpoint``: the checkpoint holds the trained weights).
+        init_from: A checkpoint of ours, an exported ``weights.pt`` or a backbone state_dict to start from: every
+            tensor that fits loads (after ``weights``); the head is replaced when the classes differ. Nothing of the
+            backbone fitting is an error. Applied when a fit starts, like ``weights``.
+        freeze_backbone_epochs: Train only the head for this many epochs first; the backbone is frozen in eval
+            mode (batch-norm statistics fixed), then trains at ``backbone_lr_scale`` x the learning rate.
+        backbone_lr_scale: The backbone's learning rate as a fraction of the head's (e.g. 0.1 when fine-tuning):
+            its parameters get their own groups, followed by the schedule and logged as ``lr-<optimizer>/backbone``.
         dropout: Dropout before the linear head.
         optimizer: Optimiser factory; AdamW by default. It receives parameter groups (see
             ``no_decay_norm_and_bias``); its own ``weight_decay`` applies to the first group.
@@ -80,13 +96,17 @@ class ImageClassifier(L.LightningModule):
 
     def __init__(
         self,
-        backbone: str = "small_cnn",
+        backbone: BackboneName = "small_cnn",
         num_classes: int = 10,
         in_channels: int = 3,
         image_size: tuple[int, int] = (224, 224),
         class_names: list[str] | None = None,
         cache_size: tuple[int, int] | None = None,
         backbone_kwargs: dict | None = None,
+        weights: str | None = None,
+        init_from: str | None = None,
+        freeze_backbone_epochs: int = 0,
+        backbone_lr_scale: float = 1.0,
         dropout: float = 0.0,
         optimizer: OptimizerCallable = _default_optimizer,
         lr_scheduler: LRSchedulerCallable = _default_scheduler,
@@ -112,6 +132,10 @@ class ImageClassifier(L.LightningModule):
             raise ValueError(
                 f"model.class_weights must be {num_classes} positive numbers (one per class), got {class_weights}"
             )
+        if freeze_backbone_epochs < 0:
+            raise ValueError(f"model.freeze_backbone_epochs must be >= 0, got {freeze_backbone_epochs}")
+        if not backbone_lr_scale > 0:
+            raise ValueError(f"model.backbone_lr_scale must be > 0, got {backbone_lr_scale}")
         self.save_hyperparameters()
         self.class_names = list(class_names) if class_names else [str(i) for i in range(num_classes)]
         self.optimizer = optimizer
@@ -123,6 +147,10 @@ class ImageClassifier(L.LightningModule):
             std=[0.25] * in_channels,
             dropout=dropout,
         )
+        try:  # a weights name is checked now; files are read when fitting starts
+            check_weights(backbone, weights)
+        except ValueError as err:
+            raise ValueError(f"model.weights: {err}") from None
         if gradient_checkpointing:
             if not hasattr(self.net.backbone, "set_grad_checkpointing"):
                 raise ValueError(
@@ -140,6 +168,8 @@ class ImageClassifier(L.LightningModule):
         self.train_metrics = classification_metrics(num_classes, "train")
         self.val_metrics = classification_metrics(num_classes, "val")
         self.test_metrics = classification_metrics(num_classes, "test")
+        # What init_from loaded, once a fit has started (see load_initial_weights).
+        self.init_report: TransferReport | None = None
         # The last computed (K, K) confusion matrix per stage, for the PlotConfusionMatrix callback.
         self.confusion_matrices: dict[str, torch.Tensor] = {}
 
@@ -218,8 +248,38 @@ class ImageClassifier(L.LightningModule):
         images = batch[0] if isinstance(batch, (tuple, list)) else batch
         return self(images).softmax(dim=-1)
 
+    def configure_callbacks(self) -> list:
+        """:class:`FreezeBackbone` while ``freeze_backbone_epochs`` > 0."""
+        epochs = self.hparams.get("freeze_backbone_epochs", 0)
+        return [FreezeBackbone(epochs)] if epochs else []
+
+    def load_initial_weights(self) -> TransferReport | None:
+        """Load ``weights`` into the backbone, then ``init_from`` into the network; returns the ``init_from`` report.
+
+        Called when a fit starts without ``ckpt_path``; call it yourself to use the model outside a fit. The
+        report is also kept as ``self.init_report``.
+        """
+        hparams = self.hparams
+        if hparams.get("weights") is not None:
+            pretrained = create_backbone(
+                hparams.backbone,
+                in_channels=hparams.in_channels,
+                weights=hparams.weights,
+                **(hparams.get("backbone_kwargs") or {}),
+            )
+            self.net.backbone.load_state_dict(pretrained.state_dict())  # the factory logged what it loaded
+        if hparams.get("init_from") is None:
+            return None
+        report = load_matching_weights(self.net, hparams.init_from, self.class_names)
+        rank_zero_info(report.summary())
+        self.init_report = report
+        return report
+
     def on_fit_start(self) -> None:
-        """``torch.compile`` the backbone, if asked (after a checkpoint was restored into the plain one)."""
+        """Load ``weights``/``init_from`` (unless resuming: the checkpoint has the weights), then ``torch.compile``
+        the backbone, if asked (after a checkpoint was restored into the plain one)."""
+        if self.trainer.ckpt_path is None:
+            self.load_initial_weights()
         compile_args = self.hparams.get("compile")
         if compile_args and not hasattr(self.net.backbone, "_orig_mod"):
             kwargs = compile_args if isinstance(compile_args, dict) else {}
@@ -246,7 +306,13 @@ class ImageClassifier(L.LightningModule):
         """Optimiser from ``optimizer`` over parameter groups; ``lr_scheduler`` stepped every optimiser step
         (``ReduceLROnPlateau``: every epoch, after validation, on ``val/loss``)."""
         params = weight_decay_groups(self) if self.hparams.get("no_decay_norm_and_bias", True) else self.parameters()
+        lr_scale = self.hparams.get("backbone_lr_scale", 1.0)
+        if lr_scale != 1.0:
+            params = split_groups_by_module(list(_as_groups(params)), self.net.backbone, "backbone", rest="head")
         optimizer = self.optimizer(params)
+        for group in optimizer.param_groups:  # before the scheduler, which takes each group's lr as its base
+            if group.get("name", "").startswith("backbone"):
+                group["lr"] *= lr_scale
         self._scale_lr(optimizer, self.batch_plan())
         scheduler = self._build_scheduler(optimizer)
         if isinstance(scheduler, ReduceLROnPlateau):
@@ -310,6 +376,12 @@ def inverse_frequency_weights(counts, class_names: list[str]) -> torch.Tensor:
         missing = [name for name, n in zip(class_names, counts.tolist(), strict=False) if n == 0]
         raise ValueError(f"model.class_weights=auto: no training samples for classes {missing} ({counts.tolist()})")
     return (counts.sum() / (len(counts) * counts)).float()
+
+
+def _as_groups(params) -> list[dict]:
+    """Parameter groups from what an optimiser accepts: groups as they are, bare parameters as one group."""
+    params = list(params)
+    return params if params and isinstance(params[0], dict) else [{"params": params}]
 
 
 def _accepts_unset_total_steps(factory) -> bool:

@@ -201,7 +201,7 @@ def torchvision_backbone(arch: str, in_channels: int = RGB, weights: str | None 
             new_stem.weight.normal_(0.0, stem.weight.std().item())
         _replace(model, family.stem, new_stem)
         if weights is None:
-            log.info("%s: new random stem %s for %d input channel(s)", arch, family.stem, in_channels)
+            log.debug("%s: new random stem %s for %d input channel(s)", arch, family.stem, in_channels)
     if weights is not None:
         if is_weights_path(weights, weight_names(arch)):
             state, source = read_weights_file(weights, arch), f"weights file {weights}"
