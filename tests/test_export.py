@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from litstarter import export
+from litstarter import export, quantize
 from litstarter.backends import open_model
 from litstarter.contract import SIDECAR_NAME, ModelContract
 from litstarter.data import DigitsDataModule
@@ -127,15 +127,13 @@ def test_artifact_that_disagrees_is_rejected(digits_export, tmp_path, monkeypatc
 
 
 def test_int8_falls_back_to_dynamic_only_when_static_fails(digits_export, tmp_path, monkeypatch):
-    import onnxruntime.quantization
-
     def unsupported(*args, **kwargs):
         raise RuntimeError("static quantization is not supported for this graph")
 
-    monkeypatch.setattr(onnxruntime.quantization, "quantize_static", unsupported)
+    monkeypatch.setattr(quantize, "quantize_static", unsupported)
     contract = ModelContract.from_json((digits_export.out / SIDECAR_NAME).read_text())
     calibration = DigitsDataModule().splits()["train"][0][:64]
-    info = export.quantize_int8(digits_export.out / "model.onnx", tmp_path / "m.int8.onnx", calibration, contract)
+    info = quantize.quantize_int8(digits_export.out / "model.onnx", tmp_path / "m.int8.onnx", calibration, contract)
     assert info["quantization"]["mode"] == "dynamic"
     assert "not supported for this graph" in info["quantization"]["why_not_static"]
     logits = open_model(tmp_path / "m.int8.onnx")(calibration[:4])

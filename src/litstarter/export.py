@@ -27,14 +27,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from onnxruntime.quantization import CalibrationDataReader
 
 import litstarter
-from litstarter.backends import Backend, open_model, torchscript_quietly
+from litstarter.backends import open_model, torchscript_quietly
 from litstarter.checkpoint import classifier_from_checkpoint
 from litstarter.contract import EMBEDDED_KEY, SIDECAR_NAME, ModelContract
 from litstarter.io import atomic_write, write_json
 from litstarter.models import Classifier
+from litstarter.quantize import quantize_int8
+from litstarter.verify import ArtifactRejected, Tolerances, compare, format_report, run_batches
 
 #: Format name (for --formats) -> (file name, backend kind).
 FORMATS: dict[str, tuple[str, str]] = {
@@ -47,21 +48,6 @@ FORMATS: dict[str, tuple[str, str]] = {
 REPORT_NAME = "export_report.json"
 #: Every file an export writes; an --out folder holding any of them already holds an export.
 EXPORT_FILES = frozenset([name for name, _ in FORMATS.values()] + [SIDECAR_NAME, REPORT_NAME])
-
-
-@dataclass(frozen=True)
-class Tolerances:
-    """What an artifact must meet against the eager model.
-
-    Args:
-        rtol: fp32 artifacts: relative tolerance on every logit.
-        atol: fp32 artifacts: absolute tolerance on every logit.
-        int8_max_accuracy_drop: INT8: largest allowed drop in test accuracy, as a fraction (0.01 = 1 point).
-    """
-
-    rtol: float = 1e-3
-    atol: float = 1e-5
-    int8_max_accuracy_drop: float = 0.01
 
 
 @dataclass
@@ -85,17 +71,6 @@ class ExportData:
 
 class ExportError(ValueError):
     """Bad input to export (an existing export, a config that does not match the checkpoint, ...)."""
-
-
-class ArtifactRejected(Exception):
-    """An artifact outside its tolerance; carries its figures so the report can still show them."""
-
-    def __init__(self, figures: dict) -> None:
-        super().__init__("; ".join(figures["failures"]))
-        self.figures = figures
-
-
-# --------------------------------------------------------------------------------------------- data
 
 
 def datamodule_from_config(config_path: Path):
@@ -169,9 +144,6 @@ def load_export_data(
     return ExportData(test_images, test_labels, calibration, stored, split)
 
 
-# ------------------------------------------------------------------------------------------ writers
-
-
 def _batch_dim() -> dict:
     return {0: torch.export.Dim("batch", min=1)}
 
@@ -218,149 +190,6 @@ def write_onnx(net: Classifier, path: Path, contract: ModelContract, example: to
     return {"format": "onnx", "opset": opset, "dynamic_batch": True}
 
 
-class CalibrationReader(CalibrationDataReader):
-    """Feeds calibration images to ORT's quantizer in batches.
-
-    Args:
-        images: ``(N, C, H, W)`` uint8 train images in the eval view.
-        input_name: The graph input's name.
-        batch_size: Images per calibration batch.
-    """
-
-    def __init__(self, images: np.ndarray, input_name: str, batch_size: int = 32) -> None:
-        self._batches = iter([{input_name: images[i : i + batch_size]} for i in range(0, len(images), batch_size)])
-
-    def get_next(self) -> dict | None:
-        """The next batch, or ``None`` when done."""
-        return next(self._batches, None)
-
-
-def quantize_int8(fp32_path: Path, out_path: Path, calibration: np.ndarray, contract: ModelContract) -> dict:
-    """INT8 ONNX: static QDQ, per channel, calibrated on ``calibration``; dynamic only if static fails.
-
-    Returns the quantization record for the sidecar and report (which mode was used, and why).
-    """
-    import logging
-
-    import onnx
-    from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "fp32.onnx"
-        prepared = Path(tmp) / "prepared.onnx"
-        quantized = Path(tmp) / "int8.onnx"
-        model = onnx.load(str(fp32_path))
-        del model.metadata_props[:]  # re-added after quantization
-        onnx.save(model, str(source))
-        quiet = logging.getLogger().level
-        logging.getLogger().setLevel(logging.ERROR)  # the quantizer logs its shape-inference advice as warnings
-        try:
-            try:
-                quant_pre_process(str(source), str(prepared))  # shape inference + graph optimisation, as ORT advises
-            except Exception:
-                prepared = source
-            record: dict = {"calibration_images": int(len(calibration)), "per_channel": True}
-            try:
-                quantize_static(
-                    str(prepared),
-                    str(quantized),
-                    CalibrationReader(calibration, contract.input_name),
-                    quant_format=QuantFormat.QDQ,
-                    per_channel=True,
-                    activation_type=QuantType.QUInt8,  # u8 activations x s8 weights: the fast path on x86 (VNNI)
-                    weight_type=QuantType.QInt8,
-                )
-                record.update(mode="static_qdq", activations="uint8", weights="int8", calibration_method="minmax")
-            except Exception as err:
-                quantize_dynamic(str(prepared), str(quantized), per_channel=True, weight_type=QuantType.QInt8)
-                record = {
-                    "mode": "dynamic",
-                    "per_channel": True,
-                    "weights": "int8",
-                    "why_not_static": f"{type(err).__name__}: {err}",
-                }
-        finally:
-            logging.getLogger().setLevel(quiet)
-        model = onnx.load(str(quantized))
-        entry = model.metadata_props.add()
-        entry.key, entry.value = EMBEDDED_KEY, contract.to_json()
-        onnx.save(model, str(out_path))
-    return {"format": "onnx", "quantization": record}
-
-
-# ------------------------------------------------------------------------------------- verification
-
-
-def run_batches(model, images: np.ndarray, batch_size: int) -> np.ndarray:
-    """Logits of ``model`` (a :class:`Backend` or an eager ``Classifier``) over ``images``, in batches."""
-    outputs = []
-    for start in range(0, len(images), batch_size):
-        batch = images[start : start + batch_size]
-        if isinstance(model, Backend):
-            outputs.append(model(batch))
-        else:
-            with torch.inference_mode():
-                outputs.append(model(torch.from_numpy(batch)).numpy())
-    return np.concatenate(outputs)
-
-
-def compare(
-    name: str,
-    outputs: dict[int, np.ndarray],
-    reference: dict[int, np.ndarray],
-    labels: np.ndarray,
-    quantized: bool,
-    tol: Tolerances,
-) -> dict:
-    """The figures for one artifact against eager, with a ``failures`` list naming each figure out of tolerance.
-
-    Args:
-        name: The artifact's file name.
-        outputs: Batch size -> the artifact's logits on the verification images.
-        reference: Batch size -> the eager logits on the same images.
-        labels: Labels of the largest batch size's images.
-        quantized: INT8 (accuracy tolerance) rather than fp32 (elementwise tolerance).
-        tol: The tolerances.
-    """
-    full = max(outputs)
-    diffs = [float(np.abs(outputs[b] - reference[b]).max()) for b in outputs]
-    agree = [float((outputs[b].argmax(1) == reference[b].argmax(1)).mean()) for b in outputs]
-    accuracy = float((outputs[full].argmax(1) == labels).mean())
-    eager_accuracy = float((reference[full].argmax(1) == labels[: len(reference[full])]).mean())
-    figures = {
-        "max_abs_diff": max(diffs),
-        "top1_agreement": min(agree),
-        "accuracy": accuracy,
-        "accuracy_drop": eager_accuracy - accuracy,
-        "by_batch_size": {
-            str(b): {"max_abs_diff": d, "top1_agreement": a} for b, d, a in zip(outputs, diffs, agree, strict=True)
-        },
-        "failures": [],
-    }
-    if quantized:
-        if eager_accuracy - accuracy > tol.int8_max_accuracy_drop + 1e-12:
-            figures["failures"].append(
-                f"{name}: accuracy {accuracy:.4f} is {100 * (eager_accuracy - accuracy):.2f} points below eager "
-                f"{eager_accuracy:.4f} (allowed: {100 * tol.int8_max_accuracy_drop:.2f})"
-            )
-    else:
-        for b in outputs:
-            if not np.allclose(outputs[b], reference[b], rtol=tol.rtol, atol=tol.atol):
-                excess = np.abs(outputs[b] - reference[b]) - (tol.atol + tol.rtol * np.abs(reference[b]))
-                figures["failures"].append(
-                    f"{name}: max |diff| {np.abs(outputs[b] - reference[b]).max():.3g} at batch size {b} is outside "
-                    f"rtol {tol.rtol:g} / atol {tol.atol:g} (by up to {excess.max():.3g})"
-                )
-        if min(agree) < 1.0:
-            figures["failures"].append(f"{name}: top-1 agreement {100 * min(agree):.2f}% with eager, expected 100%")
-    figures["passed"] = not figures["failures"]
-    return figures
-
-
-# ------------------------------------------------------------------------------------------- export
-
-
 def check_out_dir(out: Path, overwrite: bool) -> None:
     """Refuse an --out that already holds an export, unless ``overwrite``."""
     existing = sorted(p.name for p in out.iterdir() if p.name in EXPORT_FILES) if out.is_dir() else []
@@ -381,7 +210,19 @@ def export_checkpoint(
     verify_samples: int = 512,
     tolerances: Tolerances = Tolerances(),
 ) -> dict:
-    """Export, verify and report; the report says which artifacts passed. See :func:`build_parser` for arguments.
+    """Export, verify and report; the returned report (also ``export_report.json``) says which artifacts passed.
+
+    Args:
+        ckpt_path: The Lightning checkpoint; loaded with ``weights_only=True``.
+        out: Output folder; ``None`` means ``<run>/export`` (the run is the checkpoint's grandparent folder).
+        formats: Keys of :data:`FORMATS` to produce.
+        overwrite: Replace an export already in ``out`` (as a whole: stale artifacts are removed).
+        config: The run's ``config.yaml``, whose data module provides test and calibration images;
+            ``None`` means ``<run>/config.yaml``.
+        opset: ONNX opset (18 or newer).
+        calibration_images: Train images to calibrate INT8 with.
+        verify_samples: Test images to verify on at batch size 32 (the first 64 also at batch size 1).
+        tolerances: What each artifact must meet.
 
     Raises:
         FileNotFoundError: If the checkpoint does not exist.
@@ -476,35 +317,6 @@ def export_checkpoint(
     }
     write_json(out / REPORT_NAME, report)
     return report
-
-
-def format_report(report: dict) -> str:
-    """The report as a plain-text table."""
-    rows = [("artifact", "runtime", "max |diff|", "top-1 agree", "accuracy", "result")]
-    rows.append(("eager", report["eager"]["runtime"], "-", "-", f"{report['eager']['accuracy']:.4f}", "reference"))
-    for name, r in report["artifacts"].items():
-        result = "ok" if r["passed"] else "REJECTED"
-        if "quantization" in r:
-            result += f" ({r['quantization']['mode']})"
-        rows.append(
-            (
-                name,
-                r.get("runtime", "?"),
-                f"{r['max_abs_diff']:.2e}",
-                f"{100 * r['top1_agreement']:.2f}%",
-                f"{r['accuracy']:.4f}",
-                result,
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    v = report["verification"]
-    lines.append(
-        f"verified on {v['samples']} {v['split']} images at batch size 32 and the first {v['batch_sizes']['1']} "
-        "at batch size 1"
-    )
-    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:

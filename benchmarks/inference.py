@@ -1,0 +1,205 @@
+"""Inference speed of every artifact `litstarter export` writes, measured side by side in one run.
+
+    .venv/bin/python benchmarks/inference.py [--ckpt_path CKPT] [--threads 2] [--epochs 3]
+
+Without ``--ckpt_path`` it first makes a model worth timing: a synthetic image folder (4 shape classes,
+random colours, positions and noise), the template's default image-folder setup at 64 px
+(``configs/data/image_folder.yaml``, ``small_cnn``), trained for ``--epochs``. Then ``litstarter export``
+writes and verifies every format, and each runtime is timed on the same test images with the same thread
+count:
+
+* latency at batch 1 (median of single calls) and throughput at batch 64 (images/s, median batch time);
+* eager (autograd on, as a naive script runs it), eager under ``inference_mode``, TorchScript, pt2,
+  ONNX Runtime fp32 and ONNX Runtime INT8 (static QDQ, per channel);
+* rounds interleave the runtimes, so a busy neighbour on a shared machine slows them all alike.
+
+Prints each runtime's ratio to eager, INT8 throughput over ORT fp32, and the INT8 accuracy drop on the test
+split, with the targets: ORT fp32 latency <= 0.5x eager at batch 1; INT8 throughput >= 2x ORT fp32 at
+batch 64 with an accuracy drop <= 1 point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+REPO = Path(__file__).resolve().parents[1]
+SHAPES = ("circle", "square", "triangle", "cross")
+
+
+def make_shapes(root: Path, per_class: dict[str, int], size: int = 80, seed: int = 0) -> None:
+    """``root/{split}/{shape}/*.png``: one shape per image, random size, position and grey levels, plus noise."""
+    rng = np.random.default_rng(seed)
+    for split, n in per_class.items():
+        for shape in SHAPES:
+            folder = root / split / shape
+            folder.mkdir(parents=True)
+            for i in range(n):
+                # Small, faint and noisy on purpose: a model that is not perfect, so an INT8 drop would show.
+                background = int(rng.integers(0, 120))
+                image = Image.new("RGB", (size, size), (background,) * 3)
+                draw = ImageDraw.Draw(image)
+                r = int(rng.integers(size // 8, size // 3))
+                cx, cy = (int(c) for c in rng.integers(r, size - r, size=2))
+                colour = tuple(int(background + c) for c in rng.integers(60, 140, size=3))
+                box = (cx - r, cy - r, cx + r, cy + r)
+                if shape == "circle":
+                    draw.ellipse(box, fill=colour)
+                elif shape == "square":
+                    draw.rectangle(box, fill=colour)
+                elif shape == "triangle":
+                    draw.polygon([(cx, cy - r), (cx - r, cy + r), (cx + r, cy + r)], fill=colour)
+                else:
+                    w = max(2, r // 3)
+                    draw.rectangle((cx - r, cy - w, cx + r, cy + w), fill=colour)
+                    draw.rectangle((cx - w, cy - r, cx + w, cy + r), fill=colour)
+                pixels = np.asarray(image, dtype=np.float32) + rng.normal(0, 25, size=(size, size, 3))
+                Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(folder / f"{i:04d}.png")
+
+
+def train_model(work: Path, epochs: int) -> Path:
+    """Train the default image-folder setup on the synthetic shapes; return the best checkpoint."""
+    from litstarter.cli import main as cli_main
+
+    root = work / "shapes"
+    make_shapes(root, {"train": 200, "val": 40, "test": 100})
+    cli_main(
+        [
+            "fit",
+            "--config", str(REPO / "configs" / "default.yaml"),
+            "--config", str(REPO / "configs" / "data" / "image_folder.yaml"),
+            f"--data.init_args.root={root}",
+            f"--data.init_args.cache_dir={work / 'cache'}",
+            "--data.init_args.num_workers=0",
+            "--data.init_args.augmentation.crop_scale=[0.6, 1.0]",  # keep the shape in view
+            f"--trainer.max_epochs={epochs}",
+            f"--trainer.logger.init_args.save_dir={work}",
+            "--trainer.enable_model_summary=false",
+        ]
+    )  # fmt: skip
+    (best,) = [p for p in (work / "image_folder" / "version_0" / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
+    return best
+
+
+def time_calls(fn: Callable[[], object], seconds: float, max_calls: int) -> list[float]:
+    """Call ``fn`` repeatedly for about ``seconds`` (at least 3 calls); return each call's duration."""
+    durations: list[float] = []
+    deadline = time.perf_counter() + seconds
+    while len(durations) < 3 or (time.perf_counter() < deadline and len(durations) < max_calls):
+        start = time.perf_counter()
+        fn()
+        durations.append(time.perf_counter() - start)
+    return durations
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ckpt_path", default=None, help="Time this checkpoint (its run's export is (re)made).")
+    parser.add_argument("--threads", type=int, default=2, help="Intra-op threads for torch and ONNX Runtime alike.")
+    parser.add_argument("--epochs", type=int, default=5, help="Training epochs for the synthetic model.")
+    parser.add_argument("--rounds", type=int, default=10, help="Interleaved timing rounds per runtime.")
+    parser.add_argument("--seconds", type=float, default=0.3, help="Seconds per runtime, batch size and round.")
+    parser.add_argument("--work_dir", default=None, help="Where to put data, run and export (default: a temp dir).")
+    args = parser.parse_args()
+
+    import torch
+
+    from litstarter.backends import open_model, torchscript_quietly
+    from litstarter.checkpoint import classifier_from_checkpoint
+    from litstarter.export import export_checkpoint, load_export_data
+    from litstarter.verify import format_report
+
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(args.work_dir or tmp)
+        ckpt = Path(args.ckpt_path) if args.ckpt_path else train_model(work, args.epochs)
+        out = work / "export"  # a temp dir unless --work_dir: never overwrites a run's own export
+        report = export_checkpoint(ckpt, out=out, overwrite=True)
+        print(format_report(report))
+        if not report["passed"]:
+            raise SystemExit("export verification failed; not timing rejected artifacts")
+
+        net, hparams = classifier_from_checkpoint(ckpt)
+        contract = open_model(out / "model.onnx").contract
+        data = load_export_data(Path(report["source"]["config"]), hparams, verify_samples=100_000)
+        images, labels = data.test_images, data.test_labels
+        batch1, batch64 = images[:1], np.resize(images, (64, *images.shape[1:]))  # (64, C, H, W) uint8
+
+        def eager(x: np.ndarray) -> np.ndarray:
+            return net(torch.from_numpy(x)).detach().numpy()
+
+        def eager_inference_mode(x: np.ndarray) -> np.ndarray:
+            with torch.inference_mode():
+                return net(torch.from_numpy(x)).numpy()
+
+        with torchscript_quietly():
+            runtimes: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+                "eager": eager,
+                "eager + inference_mode": eager_inference_mode,
+                "TorchScript": open_model(out / "model.ts", num_threads=args.threads),
+                "pt2 (torch.export)": open_model(out / "model.pt2", num_threads=args.threads),
+                "ORT fp32": open_model(out / "model.onnx", num_threads=args.threads),
+                "ORT int8": open_model(out / "model.int8.onnx", num_threads=args.threads),
+            }
+        latency: dict[str, list[float]] = {name: [] for name in runtimes}
+        batch_time: dict[str, list[float]] = {name: [] for name in runtimes}
+        for run in runtimes.values():  # warm-up: first calls allocate, pick kernels, fill caches
+            for _ in range(3):
+                run(batch1)
+                run(batch64)
+        for _ in range(args.rounds):
+            for name, run in runtimes.items():
+                latency[name] += time_calls(lambda run=run: run(batch1), args.seconds, 2000)
+                batch_time[name] += time_calls(lambda run=run: run(batch64), args.seconds, 200)
+
+        accuracy = {}
+        for name in ("eager + inference_mode", "ORT int8"):
+            logits = np.concatenate([runtimes[name](images[i : i + 64]) for i in range(0, len(images), 64)])
+            accuracy[name] = float((logits.argmax(1) == labels).mean())
+
+    lat = {n: statistics.median(v) * 1e3 for n, v in latency.items()}
+    thr = {n: 64 / statistics.median(v) for n, v in batch_time.items()}
+    size = "x".join(map(str, contract.image_size))
+    params = sum(p.numel() for p in net.parameters())
+    print(
+        f"\n{hparams['backbone']} ({params / 1e6:.2f} M parameters) at {size} px, {contract.channels} channels, "
+        f"{args.threads} thread(s), torch {torch.__version__}"
+    )
+    header = f"{'runtime':24s} {'batch 1 ms':>10s} {'x eager':>8s} {'batch 64 img/s':>15s} {'x eager':>8s}"
+    print(header)
+    print("-" * len(header))
+    for name in runtimes:
+        print(
+            f"{name:24s} {lat[name]:10.3f} {lat[name] / lat['eager']:8.2f} {thr[name]:15.1f} "
+            f"{thr[name] / thr['eager']:8.2f}"
+        )
+    fp32_latency = lat["ORT fp32"] / lat["eager"]
+    int8_speedup = thr["ORT int8"] / thr["ORT fp32"]
+    drop = 100 * (accuracy["eager + inference_mode"] - accuracy["ORT int8"])
+    quant = report["artifacts"]["model.int8.onnx"]["quantization"]
+    print(
+        f"\nORT fp32 latency at batch 1: {fp32_latency:.2f}x eager (target <= 0.5x): "
+        f"{'met' if fp32_latency <= 0.5 else 'NOT met'}"
+    )
+    print(
+        f"ORT int8 throughput at batch 64: {int8_speedup:.2f}x ORT fp32 (target >= 2x): "
+        f"{'met' if int8_speedup >= 2 else 'NOT met'}"
+    )
+    print(
+        f"INT8 ({quant['mode']}) accuracy on {len(labels)} test images: {accuracy['ORT int8']:.4f} vs eager "
+        f"{accuracy['eager + inference_mode']:.4f}, drop {drop:.2f} points (target <= 1): "
+        f"{'met' if drop <= 1 else 'NOT met'}"
+    )
+    print(json.dumps({"latency_ms": lat, "throughput_img_s": thr, "int8_accuracy_drop_points": drop}))
+
+
+if __name__ == "__main__":
+    main()
