@@ -209,7 +209,14 @@ class ImageClassifier(L.LightningModule):
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         """Log the global gradient norm before clipping (Lightning clips right after this hook; AMP has
-        already unscaled). Rising spikes here come before a loss that goes NaN."""
+        already unscaled). Rising spikes here come before a loss that goes NaN.
+
+        Only on the steps whose metrics reach the logger (every ``trainer.log_every_n_steps``), the test the
+        stock LearningRateMonitor and ThroughputMonitor use: the norm is a pass over every gradient.
+        """
+        connector = getattr(self.trainer, "_logger_connector", None)
+        if connector is not None and not connector.should_update_logs:
+            return
         self.log("train/grad_norm", total_grad_norm(self.parameters()), on_step=True, on_epoch=False)
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
