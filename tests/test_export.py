@@ -13,6 +13,7 @@ from litstarter import export, quantize
 from litstarter.backends import open_model
 from litstarter.contract import SIDECAR_NAME, ModelContract
 from litstarter.data import DigitsDataModule
+from tests.conftest import best_checkpoint
 
 FP32 = ["weights.pt", "model.ts", "model.pt2", "model.onnx"]
 
@@ -163,3 +164,12 @@ def test_checkpoint_that_does_not_fit_its_architecture_names_the_keys(digits_exp
     err = capsys.readouterr().err
     assert str(bad) in err and named in err
     assert not (tmp_path / "export").exists()
+
+
+def test_default_out_is_the_runs_export_folder(digits_run, tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    shutil.copy(digits_run / "config.yaml", run / "config.yaml")
+    ckpt = shutil.copy(best_checkpoint(digits_run), run / "checkpoints")
+    assert export.main(["--ckpt_path", str(ckpt), "--formats", "weights"]) == 0
+    assert sorted(p.name for p in (run / "export").iterdir()) == [export.REPORT_NAME, SIDECAR_NAME, "weights.pt"]
