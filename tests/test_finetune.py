@@ -187,7 +187,7 @@ def test_init_from_an_unrelated_file_is_a_clear_error(tmp_path: Path) -> None:
 
     (tmp_path / "notes.txt").write_text("not a checkpoint")
     for path, match in [
-        (tmp_path / "notes.txt", "refusing to load .*notes.txt"),
+        (tmp_path / "notes.txt", "cannot read .*notes.txt as a torch file: it is neither"),
         (tmp_path / "list.pt", "list.pt is neither a litstarter checkpoint .* nor a state_dict"),
         (tmp_path / "missing.ckpt", "checkpoint not found: .*missing.ckpt"),
     ]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,6 +33,10 @@ def load_torch_file(path: str | os.PathLike) -> object:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
+    with open(path, "rb") as f:
+        head = f.read(2)
+    if not zipfile.is_zipfile(path) and head[:1] != b"\x80":  # neither torch's zip format nor a legacy pickle
+        raise CheckpointError(f"cannot read {path} as a torch file: it is neither a torch archive nor a pickle")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
