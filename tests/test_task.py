@@ -79,9 +79,7 @@ with torch.inference_mode():
         correct += (model(x).argmax(1) == y).sum().item(); total += len(y)
 print(json.dumps({{"acc": correct / total, "names": model.hparams.class_names}}))
 """
-    proc = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     fresh = json.loads(proc.stdout.strip().splitlines()[-1])
     assert fresh["names"] == [str(i) for i in range(10)]

@@ -55,11 +55,16 @@ def test_gpu_preset_runs_bf16_mixed_autocast_on_a_cpu(tmp_path: Path) -> None:
     assert torch.isfinite(cli.trainer.callback_metrics["train/loss_epoch"])
 
 
-def test_debug_preset_runs_one_batch_of_each_and_writes_nothing(tmp_path: Path) -> None:
-    cli = fit(tmp_path, *preset("debug"))
+def test_debug_preset_runs_one_batch_of_each_and_writes_nothing(tmp_path: Path, monkeypatch) -> None:
+    workdir = tmp_path / "workdir"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)  # default_root_dir is relative: nothing may land in the working directory
+    cli = fit(tmp_path / "runs", *preset("debug"))
     assert cli.trainer.global_step == 1
     assert cli.trainer._detect_anomaly
-    assert not any(tmp_path.rglob("*.ckpt")) and not any(tmp_path.rglob("metrics.json"))
+    assert not any(tmp_path.rglob("metrics.json"))
+    stray = [p.relative_to(tmp_path) for p in tmp_path.rglob("*.ckpt")]
+    assert all(p.parts[:3] == ("workdir", "runs", "debug") for p in stray), stray
 
 
 def test_overfit_preset_memorises_one_batch(tmp_path: Path) -> None:

@@ -17,9 +17,7 @@ import numpy as np
 from PIL import Image, ImageOps
 
 #: File extensions treated as images; everything else (and hidden files) is ignored.
-IMAGE_EXTENSIONS = frozenset(
-    {".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".gif", ".ppm", ".pgm"}
-)
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".gif", ".ppm", ".pgm"})
 
 #: Cache images are this much larger than ``image_size`` (ImageNet's 256/224), so random crops have room.
 CACHE_RATIO = 1.14
@@ -55,11 +53,7 @@ def _to_8bit(image: Image.Image) -> Image.Image:
     if np.issubdtype(array.dtype, np.floating):
         scaled = np.clip(array, 0.0, 1.0) * 255.0 if array.max() <= 1.0 else np.clip(array, 0, 255)
     else:
-        top = (
-            65535.0
-            if array.max() > 255 or array.dtype == np.uint16 or image.mode.startswith("I;16")
-            else 255.0
-        )
+        top = 65535.0 if array.max() > 255 or array.dtype == np.uint16 or image.mode.startswith("I;16") else 255.0
         scaled = array.astype(np.float64) * (255.0 / top)
     return Image.fromarray(np.round(scaled).astype(np.uint8), mode="L")
 

@@ -79,9 +79,7 @@ def test_auto_num_workers(monkeypatch) -> None:
     assert base.auto_num_workers() == 4
 
 
-@pytest.mark.parametrize(
-    "bad", [dict(val_fraction=0.0), dict(test_fraction=0.6, val_fraction=0.5), dict(batch_size=0)]
-)
+@pytest.mark.parametrize("bad", [dict(val_fraction=0.0), dict(test_fraction=0.6, val_fraction=0.5), dict(batch_size=0)])
 def test_bad_arguments_name_the_key(bad: dict) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):
         DigitsDataModule(**bad)

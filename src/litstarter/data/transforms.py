@@ -75,9 +75,7 @@ def center_crop_or_resize(image: torch.Tensor, size: tuple[int, int]) -> torch.T
     return F.resize(image, list(size), antialias=True)
 
 
-def augment(
-    image: torch.Tensor, size: tuple[int, int], aug: Augmentation, generator: torch.Generator
-) -> torch.Tensor:
+def augment(image: torch.Tensor, size: tuple[int, int], aug: Augmentation, generator: torch.Generator) -> torch.Tensor:
     """Apply the random training augmentation to one ``(C, H, W)`` uint8 image; returns ``(C, *size)`` uint8."""
     if aug.crop_scale is not None:
         top, left, h, w = random_resized_crop_box(*image.shape[-2:], aug.crop_scale, aug.crop_ratio, generator)
