@@ -75,7 +75,8 @@ def test_sigkill_then_resume_ends_exactly_like_the_uninterrupted_run(
     cli = run_cli([*args, f"--ckpt_path={killed / 'checkpoints' / 'last.ckpt'}"])
     assert cli.trainer.current_epoch == EPOCHS
     assert cli.trainer.global_step == EPOCHS * STEPS_PER_EPOCH
-    resumed = tmp_path / "digits" / "version_1"
+    resumed = killed  # one run, one directory: the resumed fit keeps writing where the killed one did
+    assert sorted(p.name for p in (tmp_path / "digits").iterdir()) == ["version_0"]
 
     reference = json.loads((digits_run / "metrics.json").read_text())
     assert abs(last_val_acc(resumed) - last_val_acc(digits_run)) <= 0.005

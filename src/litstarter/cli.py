@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -35,8 +36,12 @@ class LitStarterCLI(LightningCLI):
         )
 
     def before_instantiate_classes(self) -> None:
-        """Show litstarter's own log lines (e.g. a backbone's stem adapted to the channels) as Lightning's show."""
+        """Show litstarter's own log lines (e.g. a backbone's stem adapted to the channels) as Lightning's show;
+        point a resumed fit's logger at the run directory its checkpoint came from."""
         show_litstarter_logs()
+        if self.subcommand == "fit":
+            resume_in_the_checkpoints_run(self.config["fit"])
+
 
     def after_fit(self) -> None:
         """Test the best checkpoint on the test split, unless ``test_after_fit: false``."""
@@ -51,6 +56,27 @@ class LitStarterCLI(LightningCLI):
         """A top-level value of the active subcommand's config."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         return config.get(key)
+
+
+def resume_in_the_checkpoints_run(config) -> None:
+    """``fit --ckpt_path <save_dir>/<name>/version_N/checkpoints/last.ckpt`` keeps writing into ``version_N``.
+
+    One run stays one directory: the TensorBoard curves continue, and ModelCheckpoint finds its own dirpath
+    in the checkpoint, so it restores its best-so-far score and path (a new directory would forget them, and
+    test-after-fit could then test a worse checkpoint than one saved before the interruption). Only when the
+    checkpoint lies under the configured ``<save_dir>/<name>/`` and no ``version`` was set; otherwise Lightning
+    starts a new version as usual.
+    """
+    ckpt_path = config.get("ckpt_path")
+    logger = config.get("trainer", {}).get("logger")
+    if not ckpt_path or not Path(ckpt_path).is_file() or not hasattr(logger, "init_args"):
+        return
+    if not str(logger.class_path).endswith("TensorBoardLogger") or logger.init_args.get("version") is not None:
+        return
+    run_dir = Path(ckpt_path).resolve().parent.parent
+    configured = (Path(logger.init_args.save_dir) / (logger.init_args.get("name") or "")).resolve()
+    if Path(ckpt_path).resolve().parent.name == "checkpoints" and run_dir.parent == configured:
+        logger.init_args.version = run_dir.name
 
 
 def show_litstarter_logs(level: int = logging.INFO) -> None:
