@@ -42,7 +42,6 @@ class LitStarterCLI(LightningCLI):
         if self.subcommand == "fit":
             resume_in_the_checkpoints_run(self.config["fit"])
 
-
     def after_fit(self) -> None:
         """Test the best checkpoint on the test split, unless ``test_after_fit: false``."""
         if not self.config_value("test_after_fit"):

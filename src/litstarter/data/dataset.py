@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from litstarter.data.transforms import Augmentation, augment, center_crop_or_resize
+from litstarter.data.transforms import Augmentation, augment_batch, center_crop_or_resize
 
 
 class ArrayImageDataset(Dataset):
@@ -43,16 +43,24 @@ class ArrayImageDataset(Dataset):
         return len(self.images)
 
     def __getitem__(self, item: int | tuple[int, int]) -> tuple[torch.Tensor, int]:
-        seed = None
-        if isinstance(item, (tuple, list)):
-            item, seed = item
-        image = torch.from_numpy(np.array(self.images[item]))  # copy out of the memmap: (C, H, W) uint8
-        if seed is not None and self.augmentation is not None:
-            generator = torch.Generator().manual_seed(int(seed))
-            image = augment(image, self.size, self.augmentation, generator)
+        return self.__getitems__([item])[0]
+
+    def __getitems__(self, items: list[int | tuple[int, int]]) -> list[tuple[torch.Tensor, int]]:
+        """A whole batch at once (the DataLoader calls this when it exists): one gather from the array, and
+        the augmentation vectorised over the batch. Plain ints get the eval view, ``(index, seed)`` pairs the
+        random augmentation drawn from ``seed``."""
+        indices = np.array([i[0] if isinstance(i, (tuple, list)) else i for i in items], dtype=np.int64)
+        seeds = [i[1] if isinstance(i, (tuple, list)) else None for i in items]
+        images = torch.from_numpy(self.images[indices])  # fancy indexing copies out of the memmap: (B, C, H, W)
+        augmented = self.augmentation is not None and all(s is not None for s in seeds)
+        if augmented:
+            generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
+            images = augment_batch(images, self.size, self.augmentation, generators)
+        elif self.augmentation is not None and any(s is not None for s in seeds):  # a mix: rare, do it per item
+            return [self.__getitem__(item) for item in items]
         else:
-            image = center_crop_or_resize(image, self.size)
-        return image, int(self.labels[item])
+            images = center_crop_or_resize(images, self.size)
+        return list(zip(images.unbind(0), self.labels[indices].tolist(), strict=True))
 
     def class_counts(self, num_classes: int) -> np.ndarray:
         """Number of samples per class, ``(num_classes,)``."""
