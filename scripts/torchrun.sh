@@ -33,6 +33,7 @@ else
           --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT")
 fi
 
+# An empty array is "unbound" under `set -u` in bash < 4.4 (macOS): expand it as ${extra[@]+"${extra[@]}"}.
 extra=()
 # SyncBatchNorm (on in multinode.yaml) only works on GPUs.
 [[ "$ACCELERATOR" == "cpu" ]] && extra=(--trainer.sync_batchnorm false)
@@ -41,4 +42,4 @@ exec "${launch[@]}" -m litstarter fit \
   --config "$CONFIG" --config configs/trainer/multinode.yaml \
   --trainer.accelerator "$ACCELERATOR" \
   --trainer.num_nodes "$NNODES" --trainer.devices "$NPROC_PER_NODE" \
-  "${extra[@]}" "$@"
+  ${extra[@]+"${extra[@]}"} "$@"
