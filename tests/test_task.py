@@ -118,3 +118,50 @@ def test_resume_restores_epoch_step_optimizer_and_scheduler(digits_run: Path, tm
     # ... and AdamW's moment estimates were restored (its step count includes the pre-kill steps).
     adam_steps = {float(s["step"]) for s in trainer.optimizers[0].state.values()}
     assert adam_steps == {float(trainer.global_step)}
+
+
+def test_a_checkpoint_made_from_plain_python_loads_with_weights_only(tmp_path: Path) -> None:
+    """No CLI: the default optimiser/scheduler must not end up as pickled functions in the hparams."""
+    import lightning as L
+
+    dm = DigitsDataModule(num_workers=0)
+    model = ImageClassifier(num_classes=10, in_channels=1, image_size=(8, 8))
+    trainer = L.Trainer(
+        max_epochs=1,
+        limit_train_batches=2,
+        limit_val_batches=1,
+        default_root_dir=tmp_path,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model, datamodule=dm)
+    ckpt = tmp_path / "checkpoints"
+    path = next(ckpt.glob("*.ckpt"))
+    state = torch.load(path, weights_only=True, map_location="cpu")
+    assert state["hyper_parameters"]["optimizer"] is None
+    assert tuple(state["hyper_parameters"]["cache_size"]) == (8, 8)  # filled from the data module in setup
+    loaded = ImageClassifier.load_from_checkpoint(path, map_location="cpu")
+    assert isinstance(loaded.optimizer(loaded.parameters()), torch.optim.AdamW)
+
+
+def test_one_cycle_keeps_the_ratio_between_parameter_groups(tmp_path: Path) -> None:
+    cli = run_cli(
+        [
+            "fit",
+            "--config",
+            str(REPO / "configs" / "default.yaml"),
+            "--config",
+            str(REPO / "configs" / "model" / "onecycle.yaml"),
+            f"--trainer.logger.init_args.save_dir={tmp_path}",
+            "--trainer.max_epochs=1",
+            "--trainer.limit_train_batches=2",
+            "--trainer.limit_val_batches=1",
+            "--model.backbone_lr_scale=0.1",
+            "--data.init_args.num_workers=0",
+            "--test_after_fit=false",
+        ]
+    )
+    groups = cli.trainer.optimizers[0].param_groups
+    peaks = {round(g["max_lr"], 10) for g in groups}
+    assert peaks == {0.01, 0.001}, peaks  # head at max_lr, backbone at 0.1 x

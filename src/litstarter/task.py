@@ -11,7 +11,8 @@ import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning.pytorch.utilities import rank_zero_info
 from torch import nn
-from torch.optim.lr_scheduler import ReduceLROnPlateau
+from torch.optim.lr_scheduler import OneCycleLR, ReduceLROnPlateau
+from torchmetrics import MeanMetric
 
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
@@ -63,9 +64,9 @@ class ImageClassifier(L.LightningModule):
         backbone_lr_scale: The backbone's learning rate as a fraction of the head's (e.g. 0.1 when fine-tuning):
             its parameters get their own groups, followed by the schedule and logged as ``lr-<optimizer>/backbone``.
         dropout: Dropout before the linear head.
-        optimizer: Optimiser factory; AdamW by default. It receives parameter groups (see
+        optimizer: Optimiser factory; ``null``: AdamW (lr 3e-3, weight decay 0.05). It receives parameter groups (see
             ``no_decay_norm_and_bias``); its own ``weight_decay`` applies to the first group.
-        lr_scheduler: Scheduler factory, stepped every optimiser step; linear warmup then cosine by default.
+        lr_scheduler: Scheduler factory, stepped every optimiser step; ``null``: linear warmup (5%) then cosine.
             A ``total_steps`` argument left unset is filled from ``trainer.estimated_stepping_batches``.
             ``ReduceLROnPlateau`` is stepped once per epoch instead, after validation, on ``val/loss``.
         label_smoothing: Cross-entropy label smoothing in [0, 1).
@@ -108,8 +109,8 @@ class ImageClassifier(L.LightningModule):
         freeze_backbone_epochs: int = 0,
         backbone_lr_scale: float = 1.0,
         dropout: float = 0.0,
-        optimizer: OptimizerCallable = _default_optimizer,
-        lr_scheduler: LRSchedulerCallable = _default_scheduler,
+        optimizer: OptimizerCallable | None = None,
+        lr_scheduler: LRSchedulerCallable | None = None,
         label_smoothing: float = 0.0,
         class_weights: Literal["auto"] | list[float] | None = None,
         no_decay_norm_and_bias: bool = True,
@@ -136,10 +137,14 @@ class ImageClassifier(L.LightningModule):
             raise ValueError(f"model.freeze_backbone_epochs must be >= 0, got {freeze_backbone_epochs}")
         if not backbone_lr_scale > 0:
             raise ValueError(f"model.backbone_lr_scale must be > 0, got {backbone_lr_scale}")
+        if reference_batch_size < 1:
+            raise ValueError(f"model.reference_batch_size must be >= 1, got {reference_batch_size}")
         self.save_hyperparameters()
         self.class_names = list(class_names) if class_names else [str(i) for i in range(num_classes)]
-        self.optimizer = optimizer
-        self.lr_scheduler = lr_scheduler
+        # Defaults as None, not as functions: hparams then hold no pickled function, so a checkpoint made
+        # from plain Python still loads with weights_only=True.
+        self.optimizer = optimizer or _default_optimizer
+        self.lr_scheduler = lr_scheduler or _default_scheduler
         self.net = Classifier(
             create_backbone(backbone, in_channels=in_channels, **(backbone_kwargs or {})),
             num_classes=num_classes,
@@ -168,6 +173,7 @@ class ImageClassifier(L.LightningModule):
         self.train_metrics = classification_metrics(num_classes, "train")
         self.val_metrics = classification_metrics(num_classes, "val")
         self.test_metrics = classification_metrics(num_classes, "test")
+        self.train_loss = MeanMetric()
         # What init_from loaded, once a fit has started (see load_initial_weights).
         self.init_report: TransferReport | None = None
         # The last computed (K, K) confusion matrix per stage, for the PlotConfusionMatrix callback.
@@ -179,6 +185,11 @@ class ImageClassifier(L.LightningModule):
         if stage == "fit" and datamodule is not None and hasattr(datamodule, "normalization"):
             # Overwritten again by a checkpoint's buffers when resuming; that is the right order.
             self.net.set_normalization(*datamodule.normalization())
+        if stage == "fit" and datamodule is not None and self.hparams.get("cache_size") is None:
+            # Built outside the CLI (which links it): record the size the data stores images at, for infer.
+            stored = getattr(datamodule, "cache_size", None) or getattr(datamodule, "image_size", None)
+            if stored is not None:
+                self.hparams.cache_size = tuple(int(v) for v in stored)
         if stage == "fit" and self.hparams.get("class_weights") == "auto":
             if datamodule is None or not hasattr(datamodule, "class_counts"):
                 raise ValueError("model.class_weights=auto needs a data module with class_counts()")
@@ -199,13 +210,18 @@ class ImageClassifier(L.LightningModule):
         """Loss on one batch; accuracy accumulates over the epoch."""
         loss, logits = self._shared_step(batch)
         self.train_metrics.update(logits.detach(), batch[1])
-        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True)
+        # Per step: this rank's value, no synchronisation. Per epoch: a torchmetrics mean, reduced across
+        # processes once at the epoch's end.
+        self.log("train/loss_step", loss, on_step=True, on_epoch=False, prog_bar=True)
+        self.train_loss.update(loss.detach())
         return loss
 
     def on_train_epoch_end(self) -> None:
-        """Log and reset the epoch's train metrics."""
+        """Log and reset the epoch's train metrics (synchronised across processes by torchmetrics)."""
         self.log_dict(self.train_metrics.compute())
+        self.log("train/loss_epoch", self.train_loss.compute())
         self.train_metrics.reset()
+        self.train_loss.reset()
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         """Log the global gradient norm before clipping (Lightning clips right after this hook; AMP has
@@ -222,7 +238,7 @@ class ImageClassifier(L.LightningModule):
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         """Accumulate val loss and metrics; logged once per epoch."""
         loss, logits = self._shared_step(batch)
-        self.val_metrics.update(logits.softmax(dim=-1), batch[1])
+        self.val_metrics.update(logits.float().softmax(dim=-1), batch[1])  # float: bf16 blurs AUROC/ECE
         # Epoch-level only: Lightning averages over the epoch and reduces across processes once, at its end.
         self.log("val/loss", loss, on_step=False, on_epoch=True, prog_bar=True, sync_dist=True)
 
@@ -233,7 +249,7 @@ class ImageClassifier(L.LightningModule):
     def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         """Accumulate test loss and metrics."""
         loss, logits = self._shared_step(batch)
-        self.test_metrics.update(logits.softmax(dim=-1), batch[1])
+        self.test_metrics.update(logits.float().softmax(dim=-1), batch[1])
         self.log("test/loss", loss, on_step=False, on_epoch=True, sync_dist=True)
 
     def on_test_epoch_end(self) -> None:
@@ -368,6 +384,12 @@ class ImageClassifier(L.LightningModule):
         kwargs = {}
         if _accepts_unset_total_steps(self.lr_scheduler):
             kwargs["total_steps"] = int(self.trainer.estimated_stepping_batches)
+        max_lr = (getattr(self.lr_scheduler, "keywords", None) or {}).get("max_lr")
+        if _factory_class(self.lr_scheduler) is OneCycleLR and isinstance(max_lr, (int, float)):
+            # OneCycleLR overwrites every group's lr from one max_lr; keep the groups' ratios (backbone_lr_scale,
+            # scale_lr_with_batch) by giving each group max_lr x its lr / the optimiser's configured lr.
+            base = optimizer.defaults["lr"]
+            kwargs["max_lr"] = [max_lr * group["lr"] / base for group in optimizer.param_groups]
         return self.lr_scheduler(optimizer, **kwargs)
 
 
@@ -400,11 +422,16 @@ def _accepts_unset_total_steps(factory) -> bool:
     given = getattr(factory, "keywords", None) or {}
     if given.get("total_steps") is not None:
         return False
+    try:
+        return "total_steps" in inspect.signature(_factory_class(factory)).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _factory_class(factory):
+    """The class (or function) behind LightningCLI's ``partial(instantiator, SchedulerClass, **init_args)``."""
     target = factory
     while isinstance(target, functools.partial):
         classes = [a for a in target.args if inspect.isclass(a)]
         target = classes[0] if classes else target.func
-    try:
-        return "total_steps" in inspect.signature(target).parameters
-    except (TypeError, ValueError):
-        return False
+    return target
