@@ -56,3 +56,16 @@ def test_a_kernel_that_computes_wrong_fails_layer_3(monkeypatch) -> None:
     out = io.StringIO()
     assert doctor.run(out) == 1
     assert "FAILED layer 3. computation" in out.getvalue() and "meta" in out.getvalue()
+
+
+def test_a_broken_lightning_fails_layer_1_with_a_report_not_a_traceback() -> None:
+    # None in sys.modules makes `import lightning` raise ImportError, as a broken or missing install would.
+    code = (
+        "import sys; sys.modules['lightning'] = None; from litstarter.__main__ import main; sys.exit(main(['doctor']))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "lightning     NOT IMPORTABLE" in proc.stdout
+    assert "FAILED layer 1. versions: cannot import lightning" in proc.stdout
+    assert "num_workers" in proc.stdout  # the data-loading section needs no Lightning either

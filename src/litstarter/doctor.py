@@ -19,6 +19,9 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+# Standard library only: the report must still print when torch or Lightning cannot be imported.
+from litstarter.cores import auto_num_workers, available_cores
+
 PACKAGES = ["torch", "torchvision", "lightning", "torchmetrics", "onnxruntime"]
 
 
@@ -154,11 +157,8 @@ def run(out=sys.stdout) -> int:
         print(f"[{layer.title}]", file=out)
         for line in layer.lines:
             print(f"  {line}", file=out)
-    from litstarter.data.base import auto_num_workers
-
     print("[data loading]", file=out)
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"  cpu cores     {os.cpu_count()} (usable by this process: {usable})", file=out)
+    print(f"  cpu cores     {os.cpu_count()} (usable by this process: {available_cores()})", file=out)
     print(f"  num_workers   {auto_num_workers()} (what `data.num_workers: null` picks)", file=out)
     failures = [layer for layer in layers if layer.failure]
     for layer in failures:

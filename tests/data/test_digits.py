@@ -70,15 +70,6 @@ def test_loader_settings() -> None:
     assert not dm0.val_dataloader().persistent_workers
 
 
-def test_auto_num_workers(monkeypatch) -> None:
-    import litstarter.data.base as base
-
-    monkeypatch.setattr(base.os, "sched_getaffinity", lambda _: {0})
-    assert base.auto_num_workers() == 0
-    monkeypatch.setattr(base.os, "sched_getaffinity", lambda _: set(range(8)))
-    assert base.auto_num_workers() == 4
-
-
 @pytest.mark.parametrize("bad", [dict(val_fraction=0.0), dict(test_fraction=0.6, val_fraction=0.5), dict(batch_size=0)])
 def test_bad_arguments_name_the_key(bad: dict) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):

@@ -1,6 +1,7 @@
 """Data modules, the shared uint8 array dataset, the image cache, augmentation and samplers."""
 
-from litstarter.data.base import ArrayDataModule, auto_num_workers
+from litstarter.cores import auto_num_workers
+from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.digits import DigitsDataModule
 from litstarter.data.image_folder import ImageFolderDataModule

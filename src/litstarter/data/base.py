@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 import lightning as L
 import numpy as np
 from torch.utils.data import BatchSampler, DataLoader, Sampler
 
+from litstarter.cores import auto_num_workers
 from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import EpochShuffleSampler
-
-
-def auto_num_workers() -> int:
-    """About half the cores this process may use (hyper-threads share a physical core); 0 on one core.
-
-    Workers are processes that decode/augment while the model trains; more than the physical cores only
-    adds contention with the main process.
-    """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS / Windows
-        cores = os.cpu_count() or 1
-    return 0 if cores <= 1 else max(1, cores // 2)
 
 
 class ArrayDataModule(L.LightningDataModule):

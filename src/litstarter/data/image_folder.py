@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import warnings
 from pathlib import Path
 from typing import Literal
@@ -11,6 +10,7 @@ from typing import Literal
 from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Sampler
 
+from litstarter.cores import available_cores
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.cache import ImageCache, bad_files_error, build_cache, cache_key, load_cache, warn_skipped
 from litstarter.data.class_subset import select_classes
@@ -24,13 +24,6 @@ from litstarter.preprocess import as_size, cache_size_for
 DEFAULT_CACHE_DIR = Path("runs") / "cache"
 #: Below this many files the cache is built in this process: starting decoder processes would cost more.
 MIN_FILES_FOR_WORKERS = 500
-
-
-def _available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS / Windows
-        return os.cpu_count() or 1
 
 
 class ImageFolderDataModule(ArrayDataModule):
@@ -156,7 +149,7 @@ class ImageFolderDataModule(ArrayDataModule):
             total = sum(len(files) for files in sources.values())
             workers = self.cache_workers
             if workers is None:
-                workers = _available_cores() if total >= MIN_FILES_FOR_WORKERS else 0
+                workers = available_cores() if total >= MIN_FILES_FOR_WORKERS else 0
             rank_zero_info(f"Building the image cache for {total} files in {folder} ({max(workers, 1)} process(es))")
             cache = build_cache(
                 folder, self.root, params, sources, self.class_to_idx, self.channels, self.cache_size,
