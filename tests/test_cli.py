@@ -60,3 +60,23 @@ def test_missing_checkpoint_path_names_the_path(tmp_path: Path) -> None:
                 "--data.init_args.num_workers=0",
             ]
         )
+
+
+def test_bf16_falls_back_to_fp16_on_a_gpu_without_bf16(monkeypatch) -> None:
+    import torch
+    from jsonargparse import Namespace
+
+    from litstarter.cli import fall_back_to_fp16_without_bf16
+
+    config = Namespace(trainer=Namespace(precision="bf16-mixed", accelerator="auto"))
+    fall_back_to_fp16_without_bf16(config)
+    assert config.trainer.precision == "bf16-mixed"  # no CUDA here: nothing changes
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _: "Tesla V100")
+    fall_back_to_fp16_without_bf16(config)
+    assert config.trainer.precision == "16-mixed"
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    config = Namespace(trainer=Namespace(precision="bf16-mixed", accelerator="gpu"))
+    fall_back_to_fp16_without_bf16(config)
+    assert config.trainer.precision == "bf16-mixed"

@@ -77,6 +77,9 @@ def test_sigkill_then_resume_ends_exactly_like_the_uninterrupted_run(
     assert cli.trainer.global_step == EPOCHS * STEPS_PER_EPOCH
     resumed = killed  # one run, one directory: the resumed fit keeps writing where the killed one did
     assert sorted(p.name for p in (tmp_path / "digits").iterdir()) == ["version_0"]
+    # The run's own config.yaml stays as it was (no ckpt_path): `--config <run>/config.yaml` reruns, not resumes.
+    assert "ckpt_path: null" in (resumed / "config.yaml").read_text()
+    assert "last.ckpt" in (resumed / "config.resume.yaml").read_text()
 
     reference = json.loads((digits_run / "metrics.json").read_text())
     assert abs(last_val_acc(resumed) - last_val_acc(digits_run)) <= 0.005

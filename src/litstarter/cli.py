@@ -39,8 +39,11 @@ class LitStarterCLI(LightningCLI):
         """Show litstarter's own log lines (e.g. a backbone's stem adapted to the channels) as Lightning's show;
         point a resumed fit's logger at the run directory its checkpoint came from."""
         show_litstarter_logs()
-        if self.subcommand == "fit":
-            resume_in_the_checkpoints_run(self.config["fit"])
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        fall_back_to_fp16_without_bf16(config)
+        if self.subcommand == "fit" and resume_in_the_checkpoints_run(config):
+            # Keep the run's original config.yaml (it has no ckpt_path); the resume's own goes beside it.
+            self.save_config_kwargs["config_filename"] = "config.resume.yaml"
 
     def after_fit(self) -> None:
         """Test the best checkpoint on the test split, unless ``test_after_fit: false``."""
@@ -57,25 +60,50 @@ class LitStarterCLI(LightningCLI):
         return config.get(key)
 
 
-def resume_in_the_checkpoints_run(config) -> None:
+def resume_in_the_checkpoints_run(config) -> bool:
     """``fit --ckpt_path <save_dir>/<name>/version_N/checkpoints/last.ckpt`` keeps writing into ``version_N``.
 
     One run stays one directory: the TensorBoard curves continue, and ModelCheckpoint finds its own dirpath
     in the checkpoint, so it restores its best-so-far score and path (a new directory would forget them, and
     test-after-fit could then test a worse checkpoint than one saved before the interruption). Only when the
-    checkpoint lies under the configured ``<save_dir>/<name>/`` and no ``version`` was set; otherwise Lightning
-    starts a new version as usual.
+    checkpoint is a ``last*.ckpt`` under the configured ``<save_dir>/<name>/`` and no ``version`` was set;
+    otherwise Lightning starts a new version as usual (resuming from an older checkpoint into the same folder
+    would overwrite the later ``last.ckpt``). Returns whether the run directory was reused.
     """
     ckpt_path = config.get("ckpt_path")
     logger = config.get("trainer", {}).get("logger")
-    if not ckpt_path or not Path(ckpt_path).is_file() or not hasattr(logger, "init_args"):
-        return
-    if not str(logger.class_path).endswith("TensorBoardLogger") or logger.init_args.get("version") is not None:
-        return
+    if not ckpt_path or not Path(ckpt_path).is_file() or not Path(ckpt_path).name.startswith("last"):
+        return False
+    if not hasattr(logger, "init_args") or not str(logger.class_path).endswith("TensorBoardLogger"):
+        return False
+    if logger.init_args.get("version") is not None:
+        return False
     run_dir = Path(ckpt_path).resolve().parent.parent
     configured = (Path(logger.init_args.save_dir) / (logger.init_args.get("name") or "")).resolve()
-    if Path(ckpt_path).resolve().parent.name == "checkpoints" and run_dir.parent == configured:
-        logger.init_args.version = run_dir.name
+    if Path(ckpt_path).resolve().parent.name != "checkpoints" or run_dir.parent != configured:
+        return False
+    logger.init_args.version = run_dir.name
+    return True
+
+
+def fall_back_to_fp16_without_bf16(config) -> None:
+    """``precision: bf16-mixed`` on a CUDA GPU without bf16 (before Ampere) becomes ``16-mixed``, with a log line.
+
+    ``16-mixed`` needs loss scaling (Lightning adds a GradScaler) and can overflow where bf16 cannot; on a CPU,
+    or a GPU that has bf16, nothing changes.
+    """
+    trainer = config.get("trainer") or {}
+    if trainer.get("precision") not in ("bf16-mixed", "bf16"):
+        return
+    import torch
+
+    if torch.cuda.is_available() and trainer.get("accelerator") in ("auto", "gpu", "cuda", None):
+        if not torch.cuda.is_bf16_supported():
+            logging.getLogger("litstarter").warning(
+                "trainer.precision=bf16-mixed but %s has no bf16 support: using 16-mixed (fp16 with loss scaling)",
+                torch.cuda.get_device_name(0),
+            )
+            trainer.precision = "16-mixed"
 
 
 def show_litstarter_logs(level: int = logging.INFO) -> None:
