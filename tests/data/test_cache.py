@@ -119,6 +119,19 @@ def test_skip_leaves_bad_files_out_warns_with_the_count_and_lists_them_in_the_ma
         module(root, tmp_path / "cache", on_bad_file="error").prepare_data()
 
 
+def test_build_cache_drops_bad_files_only_when_told_to_skip(tmp_path: Path) -> None:
+    # The value is checked once, in ImageFolderDataModule; called directly with anything but "skip", the
+    # build still refuses to leave files out.
+    root = make_class_folder(tmp_path / "root", {"a": 4, "b": 4})
+    (root / "b" / "empty.png").write_bytes(b"")
+    dm = module(root, tmp_path / "cache")
+    sources = list_sources(root, "classes", ["a", "b"], 0.25, 0.0, dm.seed)
+    with pytest.raises(ValueError, match=r"1 image file\(s\) under .* could not be read"):
+        cache_module.build_cache(
+            dm.cache_folder(), root, dm.cache_params(), sources, dm.class_to_idx, 3, dm.cache_size, on_bad_file="Skip"
+        )
+
+
 def test_a_class_whose_every_file_is_bad_is_not_dropped_silently(tmp_path: Path) -> None:
     root = make_class_folder(tmp_path / "root", {"good": 6})
     for i in range(4):

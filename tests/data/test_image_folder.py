@@ -105,6 +105,8 @@ def test_class_to_idx_travels_in_the_state_and_a_mismatch_on_resume_is_an_error(
         ({"val_fraction": 0.6, "test_fraction": 0.5}, "sum to less than 1"),
         ({"mean": [0.5]}, "data.mean has 1 values but data.channels is 3"),
         ({"image_size": [16, 16, 3]}, "image size must be an int or"),
+        ({"sampler": "uniform"}, "data.sampler must be 'none', 'weighted' or 'balanced', got 'uniform'"),
+        ({"on_bad_file": "ignore"}, "data.on_bad_file must be 'error' or 'skip', got 'ignore'"),
     ],
 )
 def test_bad_arguments_name_the_key(three_classes: Path, tmp_path: Path, kwargs: dict, message: str) -> None:

@@ -241,14 +241,13 @@ def build_cache(
         class_to_idx: Class name -> index, recorded in the manifest.
         channels: 1 or 3.
         size: Stored ``(H, W)``.
-        on_bad_file: ``error``: raise one error listing every bad file; ``skip``: leave them out and warn.
+        on_bad_file: ``skip``: leave bad files out and warn; anything else (``error``): raise one error listing
+            every bad file. Checked where the user sets it (``ImageFolderDataModule``); never a silent drop here.
         workers: Decoding processes; 0 or 1 decodes in this process.
 
     Raises:
         ValueError: bad files under ``on_bad_file: error``, or a split left empty by skipped files.
     """
-    if on_bad_file not in ("error", "skip"):
-        raise ValueError(f"data.on_bad_file must be 'error' or 'skip', got {on_bad_file!r}")
     start = time.perf_counter()
     folder.mkdir(parents=True, exist_ok=True)
     (folder / MANIFEST).unlink(missing_ok=True)  # from here on the folder is untrusted until the new manifest
@@ -277,7 +276,7 @@ def build_cache(
             with open(labels_tmp, "wb") as f:
                 np.save(f, np.array([s.label for s in kept], dtype=np.int64))
             written[split] = (images_tmp, labels_tmp, kept)
-        if bad and on_bad_file == "error":
+        if bad and on_bad_file != "skip":  # only an explicit skip leaves files out
             raise bad_files_error(root, bad)
         for split, (_, _, kept) in written.items():
             missing = sorted(set(class_to_idx.values()) - {s.label for s in kept})
