@@ -173,3 +173,13 @@ def test_default_out_is_the_runs_export_folder(digits_run, tmp_path):
     ckpt = shutil.copy(best_checkpoint(digits_run), run / "checkpoints")
     assert export.main(["--ckpt_path", str(ckpt), "--formats", "weights"]) == 0
     assert sorted(p.name for p in (run / "export").iterdir()) == [export.REPORT_NAME, SIDECAR_NAME, "weights.pt"]
+
+
+def test_default_out_and_config_sit_beside_a_checkpoint_outside_checkpoints(digits_run, tmp_path):
+    run = tmp_path / "shared" / "model_a"  # a checkpoint handed over on its own, with its config beside it
+    run.mkdir(parents=True)
+    shutil.copy(digits_run / "config.yaml", run / "config.yaml")
+    ckpt = shutil.copy(best_checkpoint(digits_run), run / "model.ckpt")
+    assert export.main(["--ckpt_path", str(ckpt), "--formats", "weights"]) == 0
+    assert sorted(p.name for p in (run / "export").iterdir()) == [export.REPORT_NAME, SIDECAR_NAME, "weights.pt"]
+    assert not (tmp_path / "shared" / "export").exists()

@@ -190,6 +190,12 @@ def write_onnx(net: Classifier, path: Path, contract: ModelContract, example: to
     return {"format": "onnx", "opset": opset, "dynamic_batch": True}
 
 
+def run_folder(ckpt_path: Path) -> Path:
+    """The run a checkpoint belongs to: ``<run>`` for ``<run>/checkpoints/x.ckpt``, else the checkpoint's folder."""
+    folder = ckpt_path.resolve().parent
+    return folder.parent if folder.name == "checkpoints" else folder
+
+
 def check_out_dir(out: Path, overwrite: bool) -> None:
     """Refuse an --out that already holds an export, unless ``overwrite``."""
     existing = sorted(p.name for p in out.iterdir() if p.name in EXPORT_FILES) if out.is_dir() else []
@@ -214,11 +220,12 @@ def export_checkpoint(
 
     Args:
         ckpt_path: The Lightning checkpoint; loaded with ``weights_only=True``.
-        out: Output folder; ``None`` means ``<run>/export`` (the run is the checkpoint's grandparent folder).
+        out: Output folder; ``None`` means ``<run>/export``, where the run is the folder above ``checkpoints/``
+            for ``<run>/checkpoints/x.ckpt`` and otherwise the checkpoint's own folder.
         formats: Keys of :data:`FORMATS` to produce.
         overwrite: Replace an export already in ``out`` (as a whole: stale artifacts are removed).
         config: The run's ``config.yaml``, whose data module provides test and calibration images;
-            ``None`` means ``<run>/config.yaml``.
+            ``None`` means ``<run>/config.yaml`` (the run as for ``out``).
         opset: ONNX opset (18 or newer).
         calibration_images: Train images to calibrate INT8 with.
         verify_samples: Test images to verify on at batch size 32 (the first 64 also at batch size 1).
@@ -234,10 +241,9 @@ def export_checkpoint(
     if unknown or not formats:
         raise ExportError(f"--formats {list(formats)}: expected some of {list(FORMATS)}")
     net, hparams = classifier_from_checkpoint(ckpt_path)
-    run_dir = ckpt_path.resolve().parent.parent
-    out = Path(out) if out is not None else run_dir / "export"
+    out = Path(out) if out is not None else run_folder(ckpt_path) / "export"
     check_out_dir(out, overwrite)
-    config_path = Path(config) if config is not None else run_dir / "config.yaml"
+    config_path = Path(config) if config is not None else run_folder(ckpt_path) / "config.yaml"
     data = load_export_data(config_path, hparams, verify_samples, calibration_images)
     mean = (net.mean.flatten() / 255.0).tolist()
     std = (net.std.flatten() / 255.0).tolist()
@@ -326,7 +332,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Export a checkpoint to verified deployment artifacts, with a model.json input contract.",
     )
     parser.add_argument("--ckpt_path", required=True, help="The Lightning checkpoint (.ckpt) to export.")
-    parser.add_argument("--out", default=None, help="Output folder; default: <run>/export beside checkpoints/.")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="Output folder; default: <run>/export beside checkpoints/ (or beside the checkpoint if it is "
+        "not in a checkpoints/ folder).",
+    )
     parser.add_argument(
         "--formats",
         nargs="+",
@@ -337,7 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--overwrite", action="store_true", help="Replace an export already in --out.")
     parser.add_argument(
-        "--config", default=None, help="The run's config.yaml (for its data); default: <run>/config.yaml."
+        "--config",
+        default=None,
+        help="The run's config.yaml (for its data); default: <run>/config.yaml, the run found as for --out.",
     )
     parser.add_argument("--opset", type=int, default=18, help="ONNX opset (18 or newer).")
     parser.add_argument("--calibration_images", type=int, default=300, help="Train images to calibrate INT8 with.")
