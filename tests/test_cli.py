@@ -18,7 +18,7 @@ def test_console_script_and_module_entry_point_both_work() -> None:
     for cmd in ([str(exe)], [sys.executable, "-m", "litstarter"]):
         proc = subprocess.run([*cmd, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
-        for sub in ("fit", "validate", "test", "predict"):
+        for sub in ("fit", "validate", "test", "predict", "doctor", "export", "infer"):
             assert sub in proc.stdout
 
 

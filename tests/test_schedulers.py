@@ -37,3 +37,10 @@ def test_unset_total_steps_is_a_clear_error() -> None:
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
     with pytest.raises(RuntimeError, match="total_steps"):
         WarmupCosineLR(opt)
+
+
+@pytest.mark.parametrize("bad", [dict(warmup_steps=-1), dict(min_lr_ratio=1.5), dict(total_steps=0)])
+def test_bad_arguments_name_the_config_key(bad: dict) -> None:
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    with pytest.raises(ValueError, match=f"model.lr_scheduler.init_args.{next(iter(bad))}"):
+        WarmupCosineLR(opt, **{"total_steps": 10, **bad})

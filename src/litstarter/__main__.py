@@ -15,6 +15,12 @@ LIGHT_COMMANDS: dict[str, str] = {
     "infer": "litstarter.infer:main",
 }
 
+LIGHT_HELP = """more subcommands (each has --help):
+  doctor    verify the install: versions, accelerator, a real computation per device
+  export    export a checkpoint to weights.pt, TorchScript, torch.export, ONNX and INT8 ONNX, each verified
+  infer     classify image files with a checkpoint or any exported model, to a CSV
+"""
+
 
 def main(argv: list[str] | None = None) -> int:
     """Dispatch a light subcommand, or hand over to LightningCLI."""
@@ -26,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         module_name, func_name = LIGHT_COMMANDS[argv[0]].split(":")
         return int(getattr(importlib.import_module(module_name), func_name)(argv[1:]) or 0)
 
+    if not argv or argv[0] in ("-h", "--help"):
+        print(LIGHT_HELP)  # LightningCLI's own help below lists fit/validate/test/predict only
     from litstarter.cli import main as cli_main
 
     cli_main(None if from_sys_argv else argv)  # None: LightningCLI reads sys.argv itself

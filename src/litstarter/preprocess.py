@@ -54,7 +54,7 @@ def _to_8bit(image: Image.Image) -> Image.Image:
         scaled = np.clip(array, 0.0, 1.0) * 255.0 if array.max() <= 1.0 else np.clip(array, 0, 255)
     else:
         top = 65535.0 if array.max() > 255 or array.dtype == np.uint16 or image.mode.startswith("I;16") else 255.0
-        scaled = array.astype(np.float64) * (255.0 / top)
+        scaled = np.clip(array.astype(np.float64) * (255.0 / top), 0, 255)  # 32-bit values above 65535 saturate
     return Image.fromarray(np.round(scaled).astype(np.uint8), mode="L")
 
 

@@ -29,10 +29,13 @@ class WarmupCosineLR(LRScheduler):
         min_lr_ratio: float = 0.01,
         last_epoch: int = -1,
     ) -> None:
+        key = "model.lr_scheduler.init_args"
         if warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+            raise ValueError(f"{key}.warmup_steps must be >= 0, got {warmup_steps}")
         if total_steps is not None and total_steps < 1:
-            raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+            raise ValueError(f"{key}.total_steps must be >= 1, got {total_steps}")
+        if not 0 <= min_lr_ratio <= 1:
+            raise ValueError(f"{key}.min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
         self.warmup_steps = warmup_steps
         self.total_steps = total_steps
         self.min_lr_ratio = min_lr_ratio
