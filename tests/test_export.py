@@ -13,7 +13,9 @@ from litstarter import export, quantize
 from litstarter.backends import open_model
 from litstarter.contract import SIDECAR_NAME, ModelContract
 from litstarter.data import DigitsDataModule
+from litstarter.preprocess import cache_size_for
 from tests.conftest import best_checkpoint
+from tests.data.images import make_split_folder
 
 FP32 = ["weights.pt", "model.ts", "model.pt2", "model.onnx"]
 
@@ -183,3 +185,27 @@ def test_default_out_and_config_sit_beside_a_checkpoint_outside_checkpoints(digi
     assert export.main(["--ckpt_path", str(ckpt), "--formats", "weights"]) == 0
     assert sorted(p.name for p in (run / "export").iterdir()) == [export.REPORT_NAME, SIDECAR_NAME, "weights.pt"]
     assert not (tmp_path / "shared" / "export").exists()
+
+
+def test_stratified_sample_covers_every_class_in_proportion():
+    labels = np.repeat(np.arange(5), [40, 40, 40, 40, 240])  # ordered by class, like an image-folder split
+    picked = export.stratified_sample(labels, 40, seed=0)
+    assert len(set(picked.tolist())) == 40
+    counts = np.bincount(labels[picked], minlength=5)
+    assert counts.tolist() == [4, 4, 4, 4, 24]  # each class in proportion to its size
+    assert np.bincount(labels[picked[:10]], minlength=5).tolist() == [1, 1, 1, 1, 6]  # and so is a prefix
+    assert np.array_equal(picked, export.stratified_sample(labels, 40, seed=0))  # seeded
+    assert not np.array_equal(picked, export.stratified_sample(labels, 40, seed=1))
+    assert sorted(export.stratified_sample(labels, 1000)) == list(range(len(labels)))  # more than there are: all
+
+
+def test_verification_and_calibration_images_span_the_classes_of_a_class_ordered_split(tmp_path):
+    counts = {"ant": 8, "bee": 8, "cat": 8}
+    root = make_split_folder(tmp_path / "root", {"train": counts, "val": counts, "test": counts}, size=(10, 10))
+    init = {"root": str(root), "image_size": 8, "cache_dir": str(tmp_path / "cache"), "cache_workers": 0}
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"data": {"class_path": "litstarter.data.ImageFolderDataModule", "init_args": init}}))
+    hparams = {"class_names": list(counts), "in_channels": 3, "image_size": (8, 8), "cache_size": cache_size_for(8)}
+    data = export.load_export_data(config, hparams, verify_samples=6, calibration_images=6)
+    assert np.bincount(data.test_labels, minlength=3).tolist() == [2, 2, 2]  # not the first 6 (all "ant")
+    assert len(data.calibration_images) == 6

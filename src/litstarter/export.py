@@ -92,6 +92,26 @@ def datamodule_from_config(config_path: Path):
         raise ExportError(f"cannot build the data module from {config_path}: {err}") from err
 
 
+def stratified_sample(labels: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
+    """``n`` indices (all of them if there are fewer) drawn at random within each class, classes in proportion.
+
+    Image-folder splits are ordered by class, so their first ``n`` items would cover only the first classes.
+    The returned order interleaves the classes, so every prefix is stratified too.
+
+    Args:
+        labels: ``(N,)`` class index of every item.
+        n: How many indices to return.
+        seed: Seed for the draw.
+    """
+    labels = np.asarray(labels)
+    order = np.random.default_rng(seed).permutation(len(labels))
+    rank = np.empty(len(labels))  # an item's place within its class, as a fraction of the class
+    for c in np.unique(labels):
+        members = order[labels[order] == c]  # class c in random order
+        rank[members] = (np.arange(len(members)) + 0.5) / len(members)
+    return order[np.argsort(rank[order], kind="stable")][:n]
+
+
 def _eval_view(dataset, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """Items of an ``ArrayImageDataset`` by plain index (the deterministic, un-augmented view)."""
     items = [dataset[int(i)] for i in indices]
@@ -102,7 +122,7 @@ def _eval_view(dataset, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]
 def load_export_data(
     config_path: Path, hparams: dict, verify_samples: int = 512, calibration_images: int = 300, seed: int = 0
 ) -> ExportData:
-    """Build the run's data module and take test images (in order) and a seeded sample of train images.
+    """Build the run's data module and take seeded, stratified samples of its test and train images.
 
     Data without a test split is verified on its val split instead (the report says which).
 
@@ -137,10 +157,8 @@ def load_export_data(
             f"the checkpoint records cache_size={list(recorded)} but the data module from {config_path} stores "
             f"images at {list(stored)}; inference would resize differently from training"
         )
-    test_images, test_labels = _eval_view(held_out, range(min(verify_samples, len(held_out))))
-    rng = np.random.default_rng(seed)
-    picked = rng.choice(len(dm.train_set), size=min(calibration_images, len(dm.train_set)), replace=False)
-    calibration, _ = _eval_view(dm.train_set, np.sort(picked))
+    test_images, test_labels = _eval_view(held_out, stratified_sample(held_out.labels, verify_samples, seed))
+    calibration, _ = _eval_view(dm.train_set, stratified_sample(dm.train_set.labels, calibration_images, seed))
     return ExportData(test_images, test_labels, calibration, stored, split)
 
 
@@ -227,8 +245,9 @@ def export_checkpoint(
         config: The run's ``config.yaml``, whose data module provides test and calibration images;
             ``None`` means ``<run>/config.yaml`` (the run as for ``out``).
         opset: ONNX opset (18 or newer).
-        calibration_images: Train images to calibrate INT8 with.
-        verify_samples: Test images to verify on at batch size 32 (the first 64 also at batch size 1).
+        calibration_images: Train images to calibrate INT8 with (a seeded sample, stratified by class).
+        verify_samples: Test images to verify on at batch size 32 (the first 64 also at batch size 1); a seeded
+            sample, stratified by class.
         tolerances: What each artifact must meet.
 
     Raises:
