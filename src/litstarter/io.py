@@ -9,6 +9,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def _read_umask() -> int:
+    # os.umask can only be read by setting it; do it once, at import, before any writer thread exists.
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp_path)`` on a temporary file beside ``path``, then rename it over ``path``.
 
@@ -23,9 +33,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
     try:
         write(tmp_path)
         # mkstemp creates 0600; give the file the permissions a plain open() would (0666 minus the umask).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_path, 0o666 & ~umask)
+        os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():

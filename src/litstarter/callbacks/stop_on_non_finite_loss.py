@@ -58,6 +58,11 @@ class StopOnNonFiniteLoss(L.Callback):
             grad_finite = torch.ones((), dtype=torch.bool)
         # One synchronisation for both checks.
         loss_ok, grad_ok = torch.stack([loss_finite.to(device), grad_finite.to(device)]).tolist()
+        if getattr(trainer, "world_size", 1) > 1 and getattr(trainer.precision_plugin, "scaler", None) is not None:
+            # Under 16-mixed only the loss is checked, and it is per rank: agree, or the ranks that stop would
+            # leave the others blocked in the next collective. (Otherwise the all-reduced gradient norm already
+            # agrees on every rank.)
+            loss_ok = not trainer.strategy.reduce_boolean_decision(not loss_ok, all=False)
         if loss_ok and grad_ok:
             return
         what = "loss" if not loss_ok else "gradient norm (the loss itself was finite)"
