@@ -187,6 +187,72 @@ def test_default_out_and_config_sit_beside_a_checkpoint_outside_checkpoints(digi
     assert not (tmp_path / "shared" / "export").exists()
 
 
+def test_exporter_that_raises_rejects_that_artifact_and_overwrite_keeps_nothing_old(
+    digits_export, tmp_path, monkeypatch, capsys
+):
+    out = tmp_path / "export"
+    shutil.copytree(digits_export.out, out)
+
+    def broken_export(net, path, contract, example):
+        raise RuntimeError("torch.export cannot trace this model")
+
+    monkeypatch.setattr(export, "write_exported", broken_export)
+    args = ["--ckpt_path", str(digits_export.ckpt), "--out", str(out), "--formats", "weights", "pt2", "ts"]
+    assert export.main([*args, "--overwrite"]) == 1
+    captured = capsys.readouterr()
+    assert "model.pt2: export failed: RuntimeError: torch.export cannot trace this model" in captured.err
+    assert "model.pt2" in captured.out and "REJECTED" in captured.out  # the table still shows every artifact
+    # The new export only: none of the old artifacts stays beside the new model.json, and no staging is left.
+    assert sorted(p.name for p in out.iterdir()) == sorted([export.REPORT_NAME, SIDECAR_NAME, "model.ts", "weights.pt"])
+    assert sorted(json.loads((out / SIDECAR_NAME).read_text())["artifacts"]) == ["model.ts", "weights.pt"]
+    report = json.loads((out / export.REPORT_NAME).read_text())
+    assert report["passed"] is False and report["artifacts"]["model.ts"]["passed"]
+    assert "cannot trace" in report["artifacts"]["model.pt2"]["error"]
+    assert sorted(report["removed_stale"]) == ["model.int8.onnx", "model.onnx", "model.pt2"]
+    assert [p.name for p in tmp_path.iterdir()] == ["export"]
+
+
+def test_export_stopped_part_way_leaves_the_previous_export_as_it_was(digits_export, tmp_path, monkeypatch):
+    out = tmp_path / "export"
+    shutil.copytree(digits_export.out, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    class Killed(BaseException):  # like KeyboardInterrupt: not an artifact failure, the whole export stops
+        pass
+
+    def killed(net, path, contract, example):
+        raise Killed
+
+    monkeypatch.setattr(export, "write_torchscript", killed)
+    with pytest.raises(Killed):  # weights.pt was already written and verified when ts was stopped
+        export.main(
+            ["--ckpt_path", str(digits_export.ckpt), "--out", str(out), "--formats", "weights", "ts", "--overwrite"]
+        )
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["export"]
+
+
+def test_int8_quantizes_the_onnx_verified_in_the_same_run(digits_export, tmp_path, monkeypatch):
+    onnx_exports, quantized_from = [], []
+    real_write_onnx, real_quantize = export.write_onnx, export.quantize_int8
+
+    def counting_write_onnx(net, path, *args, **kwargs):
+        onnx_exports.append(path.name)
+        return real_write_onnx(net, path, *args, **kwargs)
+
+    def recording_quantize(fp32_path, *args, **kwargs):
+        quantized_from.append(fp32_path.read_bytes())
+        return real_quantize(fp32_path, *args, **kwargs)
+
+    monkeypatch.setattr(export, "write_onnx", counting_write_onnx)
+    monkeypatch.setattr(export, "quantize_int8", recording_quantize)
+    out = tmp_path / "export"
+    args = ["--ckpt_path", str(digits_export.ckpt), "--out", str(out), "--formats", "onnx", "int8"]
+    assert export.main([*args, "--calibration_images", "64"]) == 0
+    assert len(onnx_exports) == 1  # exported once, not again for int8
+    assert quantized_from == [(out / "model.onnx").read_bytes()]
+
+
 def test_stratified_sample_covers_every_class_in_proportion():
     labels = np.repeat(np.arange(5), [40, 40, 40, 40, 240])  # ordered by class, like an image-folder split
     picked = export.stratified_sample(labels, 40, seed=0)

@@ -5,11 +5,13 @@ Usage::
     litstarter export --ckpt_path runs/digits/version_0/checkpoints/last.ckpt [--formats onnx int8] [--out DIR]
 
 Every artifact is written under a temporary name, loaded back in its own runtime (through the same
-:func:`litstarter.backends.open_model` that ``infer`` uses), run on real test-split images at batch sizes 1
-and 32 and compared with the eager model in eval mode. Only artifacts within tolerance are renamed into
-place; the figures go to ``export_report.json`` and a printed table, and any failure exits 1 naming the
-artifact and the figure. ``model.json`` (the input contract, see :mod:`litstarter.contract`) is written
-beside the artifacts, and the ONNX, TorchScript and pt2 files embed the same JSON.
+:func:`litstarter.backends.open_model` that ``infer`` uses), run on a seeded, class-stratified sample of the
+test split at batch sizes 1 and 32 and compared with the eager model in eval mode. Only artifacts within
+tolerance are kept; one whose exporter or runtime raises is rejected with its error. The figures go to
+``export_report.json`` and a printed table, and any rejection exits 1 naming the artifact and the figure or
+error. ``model.json`` (the input contract, see :mod:`litstarter.contract`) is written beside the artifacts,
+and the ONNX, TorchScript and pt2 files embed the same JSON. The export is built in a staging folder beside
+``--out`` and replaces the folder's export only once complete.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -46,8 +49,9 @@ FORMATS: dict[str, tuple[str, str]] = {
     "int8": ("model.int8.onnx", "onnx"),
 }
 REPORT_NAME = "export_report.json"
+ARTIFACT_NAMES = tuple(name for name, _ in FORMATS.values())
 #: Every file an export writes; an --out folder holding any of them already holds an export.
-EXPORT_FILES = frozenset([name for name, _ in FORMATS.values()] + [SIDECAR_NAME, REPORT_NAME])
+EXPORT_FILES = frozenset([*ARTIFACT_NAMES, SIDECAR_NAME, REPORT_NAME])
 
 
 @dataclass
@@ -214,6 +218,21 @@ def run_folder(ckpt_path: Path) -> Path:
     return folder.parent if folder.name == "checkpoints" else folder
 
 
+def replace_export(staging: Path, out: Path) -> None:
+    """Move the finished export in ``staging`` into ``out``, replacing any export there.
+
+    The old export's files go first (``model.json`` and the report before its artifacts) and the new ones come
+    in last (``model.json`` and the report after the artifacts), so ``out`` never holds artifacts of two exports
+    and a ``model.json`` never sits beside another export's artifacts. Other files in ``out`` are left alone.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    for name in (SIDECAR_NAME, REPORT_NAME, *ARTIFACT_NAMES):
+        (out / name).unlink(missing_ok=True)
+    for name in (*ARTIFACT_NAMES, SIDECAR_NAME, REPORT_NAME):
+        if (staging / name).exists():
+            os.replace(staging / name, out / name)
+
+
 def check_out_dir(out: Path, overwrite: bool) -> None:
     """Refuse an --out that already holds an export, unless ``overwrite``."""
     existing = sorted(p.name for p in out.iterdir() if p.name in EXPORT_FILES) if out.is_dir() else []
@@ -273,11 +292,14 @@ def export_checkpoint(
     eager_accuracy = float((reference[32].argmax(1) == data.test_labels).mean())
     example = torch.from_numpy(data.test_images[:2].copy())  # batch 2: a batch of 1 would specialise the dim
 
-    out.mkdir(parents=True, exist_ok=True)
-    ordered = [f for f in FORMATS if f in formats]  # onnx before int8: int8 quantizes the verified fp32 file
+    ordered = [f for f in FORMATS if f in formats]  # onnx before int8: int8 quantizes the model.onnx verified here
     results: dict[str, dict] = {}
     artifacts: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory() as scratch:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # The export is built in a staging folder beside `out` and moved in only once complete: a failure or a kill
+    # part-way leaves `out` as it was.
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
+    try:
         for fmt in ordered:
             name, kind = FORMATS[fmt]
             started = time.perf_counter()
@@ -285,7 +307,8 @@ def export_checkpoint(
 
             def write_and_verify(tmp: Path, fmt=fmt, name=name, kind=kind, info=info) -> None:
                 if fmt == "int8":
-                    fp32 = out / "model.onnx" if "onnx" in artifacts else Path(scratch) / "fp32.onnx"
+                    # The model.onnx verified above; without one (not asked for, or rejected), a fresh fp32 export.
+                    fp32 = staging / "model.onnx" if "model.onnx" in artifacts else staging / ".fp32.onnx"
                     if not fp32.exists():
                         write_onnx(net, fp32, contract, example, opset)
                     info.update(quantize_int8(fp32, tmp, data.calibration_images, contract))
@@ -303,44 +326,48 @@ def export_checkpoint(
                 info["figures"] = figures
 
             try:
-                atomic_write(out / name, write_and_verify)
+                atomic_write(staging / name, write_and_verify)
                 figures = info.pop("figures")
                 artifacts[name] = info
             except ArtifactRejected as rejected:
                 figures = rejected.figures
+            except Exception as err:  # the exporter or the runtime failed on this model: reject this artifact only
+                error = f"{type(err).__name__}: {err}"
+                figures = {"passed": False, "error": error, "failures": [f"{name}: export failed: {error}"]}
             figures["seconds"] = round(time.perf_counter() - started, 2)
             if "quantization" in info:
                 figures["quantization"] = info["quantization"]
             results[name] = figures
 
-    stale = sorted(p for p in out.iterdir() if p.name in EXPORT_FILES - {SIDECAR_NAME, REPORT_NAME} - set(artifacts))
-    for path in stale:  # with --overwrite: never leave artifacts of the previous export beside the new sidecar
-        path.unlink()
-    source = {
-        "checkpoint": str(ckpt_path),
-        "config": str(config_path),
-        "litstarter": litstarter.__version__,
-        "torch": torch.__version__,
-    }
-    write_json(out / SIDECAR_NAME, {**contract.to_dict(), "artifacts": artifacts, "source": source})
-    report = {
-        "source": source,
-        "out": str(out),
-        "eager": {"accuracy": eager_accuracy, "runtime": f"torch {torch.__version__}"},
-        "verification": {
-            "split": data.split,
-            "samples": int(len(data.test_images)),
-            "batch_sizes": {str(b): int(len(images)) for b, images in batch_sizes.items()},
-        },
-        "tolerances": {
-            "fp32": {"rtol": tolerances.rtol, "atol": tolerances.atol, "top1_agreement": 1.0},
-            "int8": {"max_accuracy_drop": tolerances.int8_max_accuracy_drop},
-        },
-        "artifacts": results,
-        "removed_stale": [p.name for p in stale],
-        "passed": all(r["passed"] for r in results.values()),
-    }
-    write_json(out / REPORT_NAME, report)
+        stale = sorted(n for n in ARTIFACT_NAMES if n not in artifacts and (out / n).exists())
+        source = {
+            "checkpoint": str(ckpt_path),
+            "config": str(config_path),
+            "litstarter": litstarter.__version__,
+            "torch": torch.__version__,
+        }
+        write_json(staging / SIDECAR_NAME, {**contract.to_dict(), "artifacts": artifacts, "source": source})
+        report = {
+            "source": source,
+            "out": str(out),
+            "eager": {"accuracy": eager_accuracy, "runtime": f"torch {torch.__version__}"},
+            "verification": {
+                "split": data.split,
+                "samples": int(len(data.test_images)),
+                "batch_sizes": {str(b): int(len(images)) for b, images in batch_sizes.items()},
+            },
+            "tolerances": {
+                "fp32": {"rtol": tolerances.rtol, "atol": tolerances.atol, "top1_agreement": 1.0},
+                "int8": {"max_accuracy_drop": tolerances.int8_max_accuracy_drop},
+            },
+            "artifacts": results,
+            "removed_stale": stale,
+            "passed": all(r["passed"] for r in results.values()),
+        }
+        write_json(staging / REPORT_NAME, report)
+        replace_export(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return report
 
 
@@ -378,7 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``litstarter export``; returns 0, 1 if an artifact failed verification, 2 for bad input."""
+    """Run ``litstarter export``; returns 0, 1 if an artifact was rejected (failed verification, or its exporter
+    or runtime failed), 2 for bad input."""
     args = build_parser().parse_args(argv)
     if args.opset < 18:
         print(f"litstarter export: error: --opset must be 18 or newer, got {args.opset}", file=sys.stderr)

@@ -107,6 +107,9 @@ def format_report(report: dict) -> str:
         result = "ok" if r["passed"] else "REJECTED"
         if "quantization" in r:
             result += f" ({r['quantization']['mode']})"
+        if "error" in r:  # the exporter or runtime failed: no figures
+            rows.append((name, r.get("runtime", "-"), "-", "-", "-", f"{result} ({r['error'].splitlines()[0][:60]})"))
+            continue
         rows.append(
             (
                 name,
