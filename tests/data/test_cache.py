@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import pickle
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -215,14 +216,49 @@ def test_a_killed_build_is_never_trusted(tmp_path: Path) -> None:
     child = multiprocessing.get_context("fork").Process(target=_build_then_die, args=(root, tmp_path / "cache"))
     child.start()
     child.join(60)
-    assert child.exitcode == 3  # ... that is killed half-way
-    assert not (folder / MANIFEST).exists()  # the old manifest went first; nothing there is trusted now
+    assert child.exitcode == 3  # ... that is killed half-way through decoding
+    # The old manifest and arrays are untouched and consistent, but describe files that changed: not trusted.
+    sources = list_sources(root, "classes", ["a", "b"], 0.25, 0.0, complete.seed)
+    assert (folder / MANIFEST).exists() and load_cache(folder, complete.cache_params(), sources) is None
     assert list(folder.glob(".*.tmp"))  # the dead build's leftovers
     rebuilt = module(root, tmp_path / "cache")
     rebuilt.prepare_data()
     assert not rebuilt.cache.reused
     expected = load_image(root / "a" / "000.png", 3, rebuilt.cache_size)
     np.testing.assert_array_equal(cached_pixels(rebuilt, "a/000.png"), expected)
+
+
+def test_builders_on_two_hosts_sharing_the_folder_never_clobber_each_other(tmp_path: Path, monkeypatch) -> None:
+    # Two nodes' local rank 0 build the same cache on a shared filesystem, with the same pid. Here node B's
+    # whole build runs while node A is decoding its first file; A then finds B's cache complete and uses it.
+    root = make_class_folder(tmp_path / "root", {"a": 4, "b": 4})
+    real_decode, real_host = cache_module.try_load_image, socket.gethostname
+    token_a = f"{real_host()}-{os.getpid()}"
+    seen_tmp: list[str] = []
+
+    def node_b_builds_midway(*args, **kwargs):
+        if not seen_tmp:
+            seen_tmp.extend(p.name for p in node_a.cache_folder().glob(".*.tmp"))  # A's, mid-decode
+            monkeypatch.setattr(socket, "gethostname", lambda: "node-b")
+            node_b.prepare_data()
+            monkeypatch.setattr(socket, "gethostname", real_host)
+        return real_decode(*args, **kwargs)
+
+    node_a, node_b = module(root, tmp_path / "cache"), module(root, tmp_path / "cache")
+    monkeypatch.setattr(cache_module, "try_load_image", node_b_builds_midway)
+    node_a.prepare_data()
+    assert seen_tmp and all(name.endswith(f".{token_a}.tmp") for name in seen_tmp)  # named for A's host and pid
+    assert not node_b.cache.reused  # B built it ...
+    assert node_a.cache.reused and node_a.cache.manifest == node_b.cache.manifest  # ... and A took B's cache
+    folder = node_a.cache_folder()
+    assert not list(folder.glob(".*.tmp"))  # neither builder left (or lost) temporary files
+    sources = list_sources(root, "classes", ["a", "b"], 0.25, 0.0, node_a.seed)
+    assert load_cache(folder, node_a.cache_params(), sources) is not None
+    monkeypatch.setattr(cache_module, "try_load_image", real_decode)
+    for split in ("train", "val"):
+        for rel in cached_files(node_a, split):
+            expected = load_image(root / rel, 3, node_a.cache_size)
+            np.testing.assert_array_equal(cached_pixels(node_a, rel), expected)
 
 
 def test_a_damaged_cache_is_rebuilt(tmp_path: Path) -> None:

@@ -4,9 +4,15 @@ One cache folder holds, per split, ``<split>.u8`` (raw uint8 ``(N, C, H, W)``, C
 and ``<split>.labels.npy``, plus ``manifest.json``: the source files with size and mtime, ``class_to_idx``,
 the preprocessing parameters, the train split's per-channel mean and std, and any skipped bad files.
 
-Trust rule: the manifest is deleted before a (re)build starts and written last, after every array has been
-renamed into place; on load it must match the current file listing and parameters and every array must have
-the size it declares. A killed build therefore leaves no manifest, and a later run rebuilds.
+Trust rule: a build decodes into temporary files, deletes the manifest just before it renames its arrays into
+place, and writes the new manifest last; on load the manifest must match the current file listing and
+parameters and every array must have the size it declares. A build killed while renaming therefore leaves no
+manifest, and one killed earlier leaves the old, consistent cache (which no longer matches the files): either
+way a later run rebuilds.
+
+Several builders may share a folder (one per node on a shared filesystem, where ``prepare_data`` runs on every
+node's local rank 0): temporary names carry the host name and the pid, so no builder touches another's, and a
+builder that finds a valid manifest written meanwhile discards its own arrays and uses that cache.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import json
 import logging
 import multiprocessing
 import os
+import re
+import socket
 import time
 import warnings
 from collections.abc import Iterator
@@ -202,6 +210,12 @@ def _remove_stale_temporaries(folder: Path) -> None:
             pass
 
 
+def _build_token() -> str:
+    """``<host>-<pid>``: unique among the builders of one folder, even across hosts that share it."""
+    host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
+    return f"{host}-{os.getpid()}"
+
+
 def _decode_all(
     paths: list[Path], channels: int, size: tuple[int, int], workers: int, desc: str
 ) -> Iterator[tuple[np.ndarray | None, str | None]]:
@@ -233,6 +247,9 @@ def build_cache(
 ) -> ImageCache:
     """Decode every source file into ``folder``, atomically, and write the manifest last.
 
+    If another builder (another node on a shared filesystem) completes the same cache first, its cache is
+    returned (``reused=True``) and this build's arrays are discarded.
+
     Args:
         folder: The cache folder (created if needed).
         root: The data root that ``sources`` paths are relative to.
@@ -250,14 +267,14 @@ def build_cache(
     """
     start = time.perf_counter()
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / MANIFEST).unlink(missing_ok=True)  # from here on the folder is untrusted until the new manifest
     _remove_stale_temporaries(folder)
+    token = _build_token()
     row = channels * size[0] * size[1]
     written: dict[str, tuple[Path, Path, list[SourceFile]]] = {}
     bad: list[dict] = []
     try:
         for split, files in sources.items():
-            images_tmp = folder / f".{split}.u8.{os.getpid()}.tmp"
+            images_tmp = folder / f".{split}.u8.{token}.tmp"
             kept: list[SourceFile] = []
             with open(images_tmp, "wb") as f:
                 f.truncate(len(files) * row)
@@ -272,7 +289,7 @@ def build_cache(
             array.flush()
             del array
             os.truncate(images_tmp, len(kept) * row)
-            labels_tmp = folder / f".{split}.labels.npy.{os.getpid()}.tmp"
+            labels_tmp = folder / f".{split}.labels.npy.{token}.tmp"
             with open(labels_tmp, "wb") as f:
                 np.save(f, np.array([s.label for s in kept], dtype=np.int64))
             written[split] = (images_tmp, labels_tmp, kept)
@@ -286,6 +303,13 @@ def build_cache(
                     f"classes {names} have no readable training images left after data.on_bad_file=skip; a class"
                     f" is never dropped silently. {bad_files_error(root, bad)}"
                 )
+        shapes = {split: [len(kept), channels, *size] for split, (_, _, kept) in written.items()}
+        mean, std = channel_stats(MemmapImages(written["train"][0], shapes["train"]).array())
+        finished = load_cache(folder, params, sources)
+        if finished is not None:  # another builder completed the same cache meanwhile: keep its files
+            log.info("image cache %s was completed by another process meanwhile; using it", folder)
+            return finished
+        (folder / MANIFEST).unlink(missing_ok=True)  # from here on the folder is untrusted until the new manifest
         for split, (images_tmp, labels_tmp, _) in written.items():
             os.replace(images_tmp, folder / f"{split}.u8")
             os.replace(labels_tmp, folder / f"{split}.labels.npy")
@@ -293,11 +317,9 @@ def build_cache(
         for images_tmp, labels_tmp, _ in written.values():
             images_tmp.unlink(missing_ok=True)
             labels_tmp.unlink(missing_ok=True)
-        for leftover in folder.glob(f".*.{os.getpid()}.tmp"):  # a split interrupted before it was recorded
+        for leftover in folder.glob(f".*.{token}.tmp"):  # a split interrupted before it was recorded
             leftover.unlink(missing_ok=True)
 
-    shapes = {split: [len(kept), channels, *size] for split, (_, _, kept) in written.items()}
-    mean, std = channel_stats(MemmapImages(folder / "train.u8", shapes["train"]).array())
     manifest = {
         "version": CACHE_VERSION,
         "params": params,

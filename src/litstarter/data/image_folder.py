@@ -49,7 +49,9 @@ class ImageFolderDataModule(ArrayDataModule):
         batch_size: Samples per batch per device.
         num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
         cache_dir: Folder for the caches; each (root, preprocessing) pair gets a subfolder
-            ``<root name>-<hash>``. ``null``: ``runs/cache`` under the working directory.
+            ``<root name>-<hash>``. ``null``: ``runs/cache`` under the working directory. On a filesystem
+            shared by several nodes each node builds the cache (safely, side by side) unless it is complete
+            already: pre-build it once with one process to save the work.
         cache_workers: Processes that decode while the cache is built; ``null``: every core for 500 files or
             more, else this process.
         on_bad_file: A file that cannot be decoded: ``error`` stops before training with one message listing
