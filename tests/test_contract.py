@@ -44,6 +44,26 @@ def test_malformed_sidecar_names_file_and_key(tmp_path):
         read_sidecar(tmp_path / "model.onnx")
 
 
+@pytest.mark.parametrize(
+    ("section", "key", "value", "named"),
+    [
+        ("input", "shape", ["batch", 2, 16, 16], "channels must be 1 or 3, got 2"),
+        ("preprocessing", "resize_size", [8, 8], "resize_size [8, 8] is smaller than image_size [16, 16]"),
+        ("preprocessing", "image_size", [0, 16], "image size must be an int or [height, width] of positive ints"),
+        ("normalization", "mean", [0.5], "mean/std need 3 values each"),
+        ("input", "shape", ["batch", "three", 16, 16], "invalid literal for int()"),
+    ],
+)
+def test_bad_value_in_sidecar_names_the_file(tmp_path, section, key, value, named):
+    data = ModelContract.from_hparams({**HPARAMS, "cache_size": (18, 18)}, [0.5] * 3, [0.25] * 3).to_dict()
+    data[section][key] = value
+    sidecar = tmp_path / "model.json"
+    sidecar.write_text(json.dumps(data))
+    with pytest.raises(ContractError) as raised:
+        read_sidecar(tmp_path / "model.onnx")
+    assert str(raised.value).startswith(f"{sidecar}: ") and named in str(raised.value)
+
+
 def test_load_image_resizes_to_the_stored_size_then_centre_crops(tmp_path):
     contract = ModelContract.from_hparams({**HPARAMS, "cache_size": (18, 18)}, [0.5] * 3, [0.25] * 3)
     pixels = np.zeros((36, 72, 3), dtype=np.uint8)

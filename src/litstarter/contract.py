@@ -153,7 +153,7 @@ class ModelContract:
         """Parse :meth:`to_dict`'s form (extra keys such as ``artifacts`` are ignored).
 
         Raises:
-            ContractError: Naming ``source`` and the missing or bad key.
+            ContractError: Starting with ``source``, naming the missing or bad key or value.
         """
         if data.get("format") != FORMAT:
             raise ContractError(f"{source}: 'format' is {data.get('format')!r}, expected {FORMAT!r}")
@@ -173,6 +173,8 @@ class ModelContract:
             )
         except (KeyError, IndexError, TypeError) as err:
             raise ContractError(f"{source}: missing or malformed key {err}") from None
+        except ValueError as err:  # a bad value: ContractError from __post_init__, or a bad size or number
+            raise ContractError(f"{source}: {err}") from None
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "contract") -> ModelContract:
