@@ -32,4 +32,7 @@ def test_quickstart_notebook_runs_top_to_bottom(tmp_path: Path, monkeypatch) -> 
     client.execute()  # raises CellExecutionError on the first failing cell
     outputs = "".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs)
     assert "onnxruntime predictions match the eager model" in outputs
+    # The export cell prints the contract a client must follow (it printed {} when it read keys model.json lacks).
+    assert "'shape': ['batch', 1, 8, 8]" in outputs and "'dtype': 'uint8'" in outputs
+    assert "'image_size': [8, 8]" in outputs and "'color_mode': 'L'" in outputs
     assert (tmp_path / "runs").exists() and list((tmp_path / "runs").rglob("model.onnx"))
