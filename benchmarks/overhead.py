@@ -110,7 +110,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3, help="alternate the loops this many times")
+    parser.add_argument("--repeats", type=int, default=5, help="alternate the loops this many times")
     opts = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     with tempfile.TemporaryDirectory() as tmp:
