@@ -20,6 +20,8 @@ from tests.conftest import DEFAULT_CONFIG, REPO, free_port
 SBATCH = REPO / "scripts" / "slurm" / "train.sbatch"
 TORCHRUN_SH = REPO / "scripts" / "torchrun.sh"
 BIN = Path(sys.executable).parent
+# What torchrun starts in every process: `python -m litstarter fit --config configs/default.yaml ...`.
+FIT_DEFAULT = ["-m", "litstarter", "fit", "--config", str(DEFAULT_CONFIG)]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -143,9 +145,9 @@ def _best_val_acc(run_dir: Path) -> float:
 @pytest.mark.slow
 def test_torchrun_two_processes_on_one_node(tmp_path: Path, digits_run: Path) -> None:
     # Per-device batch 32 x 2 processes = the single-process batch of 64: same steps, comparable accuracy.
-    launch = [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", "-m", "litstarter", "fit"]
+    launch = [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2"]
     ddp = ["--trainer.strategy", "ddp", "--trainer.devices", "2", "--trainer.accelerator", "cpu"]
-    cmd = [*launch, "--config", str(DEFAULT_CONFIG), *ddp, *_short_fit_args(tmp_path, epochs=3, batch_size=32)]
+    cmd = [*launch, *FIT_DEFAULT, *ddp, *_short_fit_args(tmp_path, epochs=3, batch_size=32)]
     proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=240)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-5000:]
@@ -181,11 +183,7 @@ def test_two_nodes_simulated_on_loopback(tmp_path: Path) -> None:
             "127.0.0.1",
             "--master-port",
             str(port),
-            "-m",
-            "litstarter",
-            "fit",
-            "--config",
-            str(DEFAULT_CONFIG),
+            *FIT_DEFAULT,
             "--config",
             str(REPO / "configs" / "trainer" / "multinode.yaml"),
             "--trainer.num_nodes",
@@ -253,11 +251,7 @@ def test_balanced_sampler_under_real_ddp_keeps_the_class_mix_on_every_rank(tmp_p
         "--standalone",
         "--nproc-per-node",
         "2",
-        "-m",
-        "litstarter",
-        "fit",
-        "--config",
-        str(DEFAULT_CONFIG),
+        *FIT_DEFAULT,
         "--config",
         str(REPO / "configs" / "data" / "image_folder.yaml"),
         f"--data.init_args.root={root}",
