@@ -8,7 +8,7 @@ from pathlib import Path
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
-from litstarter.data.base import ArrayDataModule
+from litstarter.data.base import ArrayDataModule, stored_image_size
 from litstarter.task import ImageClassifier
 
 
@@ -115,12 +115,6 @@ def show_litstarter_logs(level: int = logging.INFO) -> None:
     handler.addFilter(lambda record: getattr(rank_zero_only, "rank", 0) == 0)
     logger.addHandler(handler)
     logger.setLevel(level)
-
-
-def stored_image_size(datamodule) -> tuple[int, int]:
-    """The size a data module stores images at: its ``cache_size``, or ``image_size`` if it keeps them as is."""
-    size = getattr(datamodule, "cache_size", None) or datamodule.image_size
-    return tuple(int(v) for v in size)  # a new tuple: hparams.yaml would write an alias of image_size
 
 
 def main(args: list[str] | None = None) -> LitStarterCLI:

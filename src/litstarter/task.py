@@ -15,13 +15,12 @@ from torch.optim.lr_scheduler import OneCycleLR, ReduceLROnPlateau
 from torchmetrics import MeanMetric
 
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
+from litstarter.data.base import stored_image_size
 from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
 from litstarter.models import Classifier, check_weights, create_backbone, list_backbones
 from litstarter.optim import split_groups_by_module, total_grad_norm, weight_decay_groups
-from litstarter.transfer import TransferReport, load_matching_weights
+from litstarter.transfer import COMPILED_PREFIX, TransferReport, load_matching_weights
 
-# What torch.compile inserts into state_dict keys (``backbone._orig_mod.stages...``).
-COMPILED_PREFIX = "_orig_mod."
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
 PLATEAU_MONITOR = "val/loss"
 # The registry is the one list of backbones: configs are checked against it and --help shows it.
@@ -185,11 +184,9 @@ class ImageClassifier(L.LightningModule):
         if stage == "fit" and datamodule is not None and hasattr(datamodule, "normalization"):
             # Overwritten again by a checkpoint's buffers when resuming; that is the right order.
             self.net.set_normalization(*datamodule.normalization())
-        if stage == "fit" and datamodule is not None and self.hparams.get("cache_size") is None:
+        if stage == "fit" and hasattr(datamodule, "image_size") and self.hparams.get("cache_size") is None:
             # Built outside the CLI (which links it): record the size the data stores images at, for infer.
-            stored = getattr(datamodule, "cache_size", None) or getattr(datamodule, "image_size", None)
-            if stored is not None:
-                self.hparams.cache_size = tuple(int(v) for v in stored)
+            self.hparams.cache_size = stored_image_size(datamodule)
         if stage == "fit" and self.hparams.get("class_weights") == "auto":
             if datamodule is None or not hasattr(datamodule, "class_counts"):
                 raise ValueError("model.class_weights=auto needs a data module with class_counts()")

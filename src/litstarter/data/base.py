@@ -11,6 +11,12 @@ from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import EpochShuffleSampler
 
 
+def stored_image_size(datamodule) -> tuple[int, int]:
+    """The size a data module stores images at: its ``cache_size``, or ``image_size`` if it keeps them as is."""
+    size = getattr(datamodule, "cache_size", None) or datamodule.image_size
+    return tuple(int(v) for v in size)  # a new tuple: hparams.yaml would write an alias of image_size
+
+
 class ArrayDataModule(L.LightningDataModule):
     """Base for data modules that end in :class:`ArrayImageDataset` splits.
 
