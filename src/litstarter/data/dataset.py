@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from litstarter.data.heap import keep_freed_memory
 from litstarter.data.transforms import Augmentation, augment_batch, center_crop_or_resize
 
 
@@ -49,6 +50,7 @@ class ArrayImageDataset(Dataset):
         """A whole batch at once (the DataLoader calls this when it exists): one gather from the array, and
         the augmentation vectorised over the batch. Plain ints get the eval view, ``(index, seed)`` pairs the
         random augmentation drawn from ``seed``."""
+        keep_freed_memory()  # once per process: the batch's tensors reuse heap pages instead of faulting in new ones
         indices = np.array([i[0] if isinstance(i, (tuple, list)) else i for i in items], dtype=np.int64)
         seeds = [i[1] if isinstance(i, (tuple, list)) else None for i in items]
         images = torch.from_numpy(self.images[indices])  # fancy indexing copies out of the memmap: (B, C, H, W)
