@@ -5,8 +5,9 @@
 Generates a folder of JPEGs (10 classes, each side 64-256 px at random), then times training images per
 second through two loaders with the same batch size and the same number of worker processes:
 
-* cached: ``ImageFolderDataModule``'s train loader (decode/convert/resize done once into the cache; per
-  sample a random resized crop, flip and colour jitter on the uint8 tensor);
+* cached: ``ImageFolderDataModule``'s train loader (decode/convert/resize done once into the cache; each
+  sample's random resized crop, flip and colour jitter drawn from its own seed and applied to the whole
+  batch at once);
 * per-item decoding: torchvision ``ImageFolder`` with PIL, and the same random resized crop, flip and colour
   jitter as PIL transforms, then ``PILToTensor``.
 

@@ -56,8 +56,7 @@ class ArrayImageDataset(Dataset):
         images = torch.from_numpy(self.images[indices])  # fancy indexing copies out of the memmap: (B, C, H, W)
         augmented = self.augmentation is not None and all(s is not None for s in seeds)
         if augmented:
-            generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
-            images = augment_batch(images, self.size, self.augmentation, generators)
+            images = augment_batch(images, self.size, self.augmentation, seeds)
         elif self.augmentation is not None and any(s is not None for s in seeds):  # a mix: rare, do it per item
             return [self.__getitem__(item) for item in items]
         else:
