@@ -1,4 +1,5 @@
-"""A callback for subprocess DDP tests: each rank records the labels of every train batch it saw."""
+"""A callback for subprocess DDP tests: each rank records the labels of every train batch it saw, and whether
+its data module built the image cache or found it built."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import lightning as L
 
 
 class RecordSeenLabels(L.Callback):
-    """Write ``<out_dir>/rank<global_rank>_epoch<epoch>.json`` with the train labels this rank saw.
+    """Write ``<out_dir>/rank<global_rank>_epoch<epoch>.json`` with the train labels this rank saw and, for a
+    cached data module, ``cache_reused`` (False on the process that built the cache).
 
     Args:
         out_dir: Folder to write into.
@@ -28,4 +30,10 @@ class RecordSeenLabels(L.Callback):
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / f"rank{trainer.global_rank}_epoch{trainer.current_epoch}.json"
-        path.write_text(json.dumps({"labels": self.labels, "world_size": trainer.world_size}))
+        cache = getattr(trainer.datamodule, "cache", None)
+        record = {
+            "labels": self.labels,
+            "world_size": trainer.world_size,
+            "cache_reused": getattr(cache, "reused", None),
+        }
+        path.write_text(json.dumps(record))

@@ -240,7 +240,9 @@ def test_batch_plan_is_printed_and_lr_scales_with_the_global_batch(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_balanced_sampler_under_real_ddp_keeps_the_class_mix_on_every_rank(tmp_path: Path) -> None:
+def test_real_ddp_builds_the_cache_once_and_the_balanced_sampler_keeps_the_class_mix_on_every_rank(
+    tmp_path: Path,
+) -> None:
     from tests.data.images import make_class_folder
 
     root = make_class_folder(tmp_path / "images", {"a": 60, "b": 20, "c": 8}, size=(16, 16))
@@ -270,7 +272,11 @@ def test_balanced_sampler_under_real_ddp_keeps_the_class_mix_on_every_rank(tmp_p
     ]
     proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
-    seen = [json.loads((probe / f"rank{r}_epoch0.json").read_text())["labels"] for r in (0, 1)]
+    records = [json.loads((probe / f"rank{r}_epoch0.json").read_text()) for r in (0, 1)]
+    # The cache was built once on this node: by local rank 0 in prepare_data; rank 1 waited and found it built.
+    assert [r["cache_reused"] for r in records] == [False, True]
+    assert len([d for d in (tmp_path / "cache").iterdir() if not d.name.startswith(".")]) == 1
+    seen = [r["labels"] for r in records]
     # 88 images, 25% val -> 66 train; each rank's share is ceil(66 / 2) = 33 -> ceil(33 / 15) = 3 full batches.
     n_train = sum(round(n * 0.75) for n in (60, 20, 8))
     per_rank_batches = math.ceil(math.ceil(n_train / 2) / batch)
