@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import subprocess
 import sys
 
@@ -33,13 +34,14 @@ def _faults_per_round(mode: str) -> float:
     return float(out.stdout.strip())
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the thresholds are glibc's")
 def test_keeping_freed_memory_removes_the_per_batch_page_faults() -> None:
     default, kept = _faults_per_round("default"), _faults_per_round("keep")
-    # one round touches ~2,000 fresh pages by default (4 KiB each); kept, the heap already has them
+    # by default a round faults in hundreds to thousands of fresh 4 KiB pages; kept, the heap already has them
     assert kept * 5 < default, (kept, default)
 
 
-def test_keep_freed_memory_is_idempotent_per_process() -> None:
+def test_keep_freed_memory_tries_once_per_process() -> None:
     first = keep_freed_memory()
     assert keep_freed_memory() == first
+    assert first == (platform.libc_ver()[0] == "glibc")

@@ -13,6 +13,7 @@ from torchvision.transforms.v2 import functional as F
 from litstarter.data.transforms import (
     MAX_BATCHED_SHRINK,
     Augmentation,
+    _color_jitter_,
     augment,
     augment_batch,
     color_jitter,
@@ -81,6 +82,25 @@ def test_augment_matches_torchvision_to_one_grey_level() -> None:
         # torch's uint8 resize uses fixed-point weights; ours are float, rounded once.
         expected = F.resized_crop(image, int(top), int(left), int(h), int(w), [64, 64], antialias=True)
         assert (augment(image, (64, 64), aug, seed).int() - expected.int()).abs().max() <= 1
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_a_sample_comes_out_the_same_alone_or_in_a_batch(channels: int) -> None:
+    # Big enough (> 32k pixels) that torch splits a lone image's reductions across threads.
+    images = torch.randint(0, 256, (6, channels, 256, 256), dtype=torch.uint8)
+    aug, threads = Augmentation(color_jitter=0.2), torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        batch = augment_batch(images, (224, 224), aug, list(range(6)))
+        for i in range(6):
+            assert torch.equal(batch[i], augment(images[i], (224, 224), aug, i)), i
+        # Before rounding, too (a last-bit difference there only sometimes flips a uint8 pixel).
+        floats, factors = images.float(), torch.rand(6, 3 if channels == 3 else 2) * 0.4 + 0.8
+        jittered = _color_jitter_(floats.clone(), factors)
+        for i in range(6):
+            assert torch.equal(jittered[i], _color_jitter_(floats[i : i + 1].clone(), factors[i : i + 1])[0]), i
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_each_sample_depends_only_on_its_seed_and_the_flip_only_mirrors() -> None:

@@ -15,7 +15,6 @@ with ``num_workers: 0``). Elsewhere than glibc (macOS, Windows, musl) it does no
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 
@@ -27,7 +26,8 @@ _M_MMAP_THRESHOLD = -3
 #: most glibc accepts for the mmap threshold on 64-bit systems.
 HEAP_BLOCK_LIMIT = 32 * 2**20
 
-_applied_in_pid: int | None = None
+#: ``(pid, result)`` of the last call: each process tries once, whether or not it worked.
+_outcome: tuple[int, bool] | None = None
 
 
 def keep_freed_memory(block_limit: int = HEAP_BLOCK_LIMIT) -> bool:
@@ -36,18 +36,19 @@ def keep_freed_memory(block_limit: int = HEAP_BLOCK_LIMIT) -> bool:
     Args:
         block_limit: Largest allocation served from the heap rather than a fresh ``mmap``, in bytes.
     """
-    global _applied_in_pid
-    if _applied_in_pid == os.getpid():
-        return True
+    global _outcome
+    if _outcome is None or _outcome[0] != os.getpid():  # a forked worker decides for itself
+        _outcome = (os.getpid(), _raise_thresholds(block_limit))
+    return _outcome[1]
+
+
+def _raise_thresholds(block_limit: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc
+        mallopt = ctypes.CDLL(None).mallopt  # the C library the interpreter already runs on
+    except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    if not (mallopt(_M_MMAP_THRESHOLD, block_limit) and mallopt(_M_TRIM_THRESHOLD, 4 * block_limit)):
-        return False
-    _applied_in_pid = os.getpid()
-    return True
+    # glibc returns 1 on success; musl's mallopt is a stub that returns 0.
+    return bool(mallopt(_M_MMAP_THRESHOLD, block_limit)) and bool(mallopt(_M_TRIM_THRESHOLD, 4 * block_limit))

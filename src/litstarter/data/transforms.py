@@ -56,11 +56,15 @@ def uniforms(seeds: Sequence[int] | np.ndarray, count: int) -> np.ndarray:
     one vectorised pass for a whole batch instead of a ``torch.Generator`` per sample.
 
     Args:
-        seeds: One integer seed per sample (any int64; negative values wrap).
+        seeds: One integer seed per sample; any int, taken modulo 2**64.
         count: Numbers per sample.
     """
+    if isinstance(seeds, np.ndarray) and seeds.dtype.kind in "iu":
+        z = seeds.astype(np.uint64)  # two's complement: negative int64 seeds wrap, as below
+    else:
+        z = np.fromiter((int(s) & 0xFFFF_FFFF_FFFF_FFFF for s in seeds), dtype=np.uint64, count=len(seeds))
+    z = z[:, None]
     with np.errstate(over="ignore"):
-        z = np.asarray(seeds, dtype=np.int64).astype(np.uint64)[:, None]
         z = z + np.arange(1, count + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -129,7 +133,8 @@ def augment(image: torch.Tensor, size: tuple[int, int], aug: Augmentation, seed:
 #: Crops shrunk by at most this factor are bilinear-sampled for the whole batch in one call. Crops shrunk
 #: more are resized one by one with antialiasing, as torchvision's ``resized_crop`` does. The image-folder
 #: cache stores images ``CACHE_RATIO`` (1.14) times the training size and the digits are stored at it, so
-#: every crop in this template takes the batched path; antialiasing barely differs from plain bilinear there.
+#: every crop in this template takes the batched path. Against antialiasing, a 1.14x shrink of a smooth photo
+#: differs by about 0.6 grey levels on average (4 at most); only pixel noise differs much (7 on average).
 MAX_BATCHED_SHRINK = 1.25
 
 
@@ -246,7 +251,9 @@ def _color_jitter_(x: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
     brightness, contrast = per_sample[:, 0], per_sample[:, 1]  # (B, 1, 1, 1)
     x.mul_(brightness).clamp_(0, 255)
     # The mean of the grayscale image is the luma-weighted sum of the channel means: no grayscale image needed.
-    channel_means = x.mean(dim=(-2, -1))  # (B, C)
+    # Summed in float64: torch may split a lone image's sum across threads, and the float32 rounding would then
+    # depend on the batch the image is in.
+    channel_means = x.mean(dim=(-2, -1), dtype=torch.float64).float()  # (B, C)
     mean = channel_means if channels == 1 else channel_means @ torch.tensor(_LUMA)[:, None]  # (B, 1)
     x.mul_(contrast).add_((1 - contrast) * mean.view(n, 1, 1, 1)).clamp_(0, 255)
     if channels == 3 and factors.shape[1] == 3:
