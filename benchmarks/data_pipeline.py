@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--image_size", type=int, default=64, help="crop size, as configs/data/image_folder.yaml")
     parser.add_argument("--workers", type=int, default=2, help="loader worker processes, the same for both")
     parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--epochs", type=int, default=3, help="timed epochs per pipeline, after a warm-up epoch")
+    parser.add_argument("--epochs", type=int, default=5, help="timed epochs per pipeline, after a warm-up epoch")
     args = parser.parse_args()
 
     from torch.utils.data import DataLoader

@@ -251,9 +251,9 @@ def _color_jitter_(x: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
     brightness, contrast = per_sample[:, 0], per_sample[:, 1]  # (B, 1, 1, 1)
     x.mul_(brightness).clamp_(0, 255)
     # The mean of the grayscale image is the luma-weighted sum of the channel means: no grayscale image needed.
-    # Summed in float64: torch may split a lone image's sum across threads, and the float32 rounding would then
-    # depend on the batch the image is in.
-    channel_means = x.mean(dim=(-2, -1), dtype=torch.float64).float()  # (B, C)
+    # Rows first, then their sums: a reduction of a whole image to one number (a lone grey image's mean) may be
+    # split across threads, and its rounding would then depend on the batch the image arrives in.
+    channel_means = x.sum(dim=-1).sum(dim=-1) / (x.shape[-2] * x.shape[-1])  # (B, C)
     mean = channel_means if channels == 1 else channel_means @ torch.tensor(_LUMA)[:, None]  # (B, 1)
     x.mul_(contrast).add_((1 - contrast) * mean.view(n, 1, 1, 1)).clamp_(0, 255)
     if channels == 3 and factors.shape[1] == 3:
