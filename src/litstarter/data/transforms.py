@@ -270,8 +270,6 @@ def _to_uint8(x: torch.Tensor) -> torch.Tensor:
 
 
 def _grayscale(x: torch.Tensor) -> torch.Tensor:
-    """``(B, C, H, W)`` float -> ``(B, 1, H, W)`` luma (the image itself when C = 1), as one small matmul."""
-    if x.shape[1] == 1:
-        return x
+    """``(B, 3, H, W)`` float -> ``(B, 1, H, W)`` luma, as one small matmul."""
     n, _, h, w = x.shape
     return torch.matmul(torch.tensor([_LUMA]), x.reshape(n, 3, h * w)).view(n, 1, h, w)
