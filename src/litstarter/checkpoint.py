@@ -71,6 +71,25 @@ def build_classifier(architecture: Mapping) -> Classifier:
     )
 
 
+def state_dict_differences(
+    model: nn.Module, state_dict: Mapping[str, torch.Tensor]
+) -> tuple[list[str], list[str], list[str]]:
+    """``(missing, unexpected, mismatched)`` keys of ``state_dict`` against ``model``, before loading anything
+    (``load_state_dict(strict=False)`` would still raise a bare ``RuntimeError`` on a shape mismatch).
+
+    ``mismatched`` entries read ``key: file (shape) vs model (shape)``.
+    """
+    expected = model.state_dict()
+    missing = [key for key in expected if key not in state_dict]  # in the model's order
+    unexpected = [key for key in state_dict if key not in expected]  # in the file's order
+    mismatched = [
+        f"{key}: file {tuple(state_dict[key].shape)} vs model {tuple(expected[key].shape)}"
+        for key in expected
+        if key in state_dict and tuple(state_dict[key].shape) != tuple(expected[key].shape)
+    ]
+    return missing, unexpected, mismatched
+
+
 def load_state_dict_checked(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: str) -> None:
     """``model.load_state_dict(state_dict)``, but first list every missing, unexpected or mis-shaped key.
 
@@ -83,14 +102,7 @@ def load_state_dict_checked(model: nn.Module, state_dict: Mapping[str, torch.Ten
         CheckpointError: If the keys or shapes differ; the message names them, e.g. a head sized for another
             number of classes shows up as ``head.weight: file (5, 128) vs model (10, 128)``.
     """
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state_dict))
-    unexpected = sorted(set(state_dict) - set(expected))
-    mismatched = [
-        f"{key}: file {tuple(state_dict[key].shape)} vs model {tuple(expected[key].shape)}"
-        for key in expected
-        if key in state_dict and tuple(state_dict[key].shape) != tuple(expected[key].shape)
-    ]
+    missing, unexpected, mismatched = state_dict_differences(model, state_dict)
     problems = []
     for label, items in (("shape mismatch", mismatched), ("missing keys", missing), ("unexpected keys", unexpected)):
         if items:

@@ -130,6 +130,15 @@ def test_weights_file_loads_and_adapts_other_channel_counts(tmp_path: Path) -> N
     assert torch.allclose(conv(grey.expand(1, 3, 7, 7), rgb), conv(grey, adapt_stem_weight(rgb, 1)), atol=1e-5)
 
 
+def test_weights_file_with_a_wrongly_shaped_tensor_names_it(tmp_path: Path) -> None:
+    state = torchvision.models.resnet18().state_dict()
+    state["layer1.0.bn1.weight"] = torch.ones(5)  # 64 in resnet18
+    path = tmp_path / "resnet18.pth"
+    torch.save(state, path)
+    with pytest.raises(ValueError, match=r"shape mismatch \['layer1.0.bn1.weight: file \(5,\) vs model \(64,\)'\]"):
+        create_backbone("resnet18", weights=str(path))
+
+
 def test_weights_file_of_another_architecture_or_a_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
     other = tmp_path / "resnet18.pth"
     torch.save(torchvision.models.resnet18().state_dict(), other)

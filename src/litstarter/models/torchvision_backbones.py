@@ -170,15 +170,16 @@ def load_torchvision_state(model: nn.Module, arch: str, state: dict[str, torch.T
             "%s: adapted the pretrained 3-channel stem %s to %d channel(s) by %s", arch, stem_key, in_channels, rule
         )
         state[stem_key] = adapt_stem_weight(state[stem_key], in_channels)
-    result = model.load_state_dict(state, strict=False)
-    own = model.state_dict()
-    mismatched = [k for k in state if k in own and own[k].shape != state[k].shape]
-    if result.missing_keys or result.unexpected_keys or mismatched:
+    from litstarter.checkpoint import state_dict_differences  # imports litstarter.models; here to avoid a cycle
+
+    missing, unexpected, mismatched = state_dict_differences(model, state)
+    if missing or unexpected or mismatched:
         raise ValueError(
-            f"{source} does not fit {arch}: missing {result.missing_keys[:5]} ({len(result.missing_keys)} in all),"
-            f" unexpected {result.unexpected_keys[:5]} ({len(result.unexpected_keys)} in all), shape mismatch"
+            f"{source} does not fit {arch}: missing {missing[:5]} ({len(missing)} in all),"
+            f" unexpected {unexpected[:5]} ({len(unexpected)} in all), shape mismatch"
             f" {mismatched[:5]}. Is it a state_dict of another architecture?"
         )
+    model.load_state_dict(state)
 
 
 def torchvision_backbone(arch: str, in_channels: int = RGB, weights: str | None = None) -> nn.Module:
