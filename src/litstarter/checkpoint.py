@@ -52,7 +52,7 @@ def load_torch_file(path: str | os.PathLike) -> object:
 def build_classifier(architecture: Mapping) -> Classifier:
     """An untrained :class:`Classifier` shaped as ``architecture`` says (the keys of ``contract.ARCHITECTURE_KEYS``).
 
-    Mirrors how ``ImageClassifier`` builds ``self.net``; ``tests/test_checkpoint.py`` checks they agree.
+    ``ImageClassifier`` builds ``self.net`` with it too, so a checkpoint rebuilds exactly the trained network.
     The normalisation buffers are placeholders until weights are loaded.
     """
     missing = [k for k in ("backbone", "num_classes", "in_channels") if k not in architecture]

@@ -15,9 +15,11 @@ from torch.optim.lr_scheduler import OneCycleLR, ReduceLROnPlateau
 from torchmetrics import MeanMetric
 
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
+from litstarter.checkpoint import build_classifier
+from litstarter.contract import ARCHITECTURE_KEYS
 from litstarter.data.base import stored_image_size
 from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
-from litstarter.models import Classifier, check_weights, create_backbone, list_backbones
+from litstarter.models import check_weights, create_backbone, list_backbones
 from litstarter.optim import split_groups_by_module, total_grad_norm, weight_decay_groups
 from litstarter.transfer import COMPILED_PREFIX, TransferReport, load_matching_weights
 
@@ -144,13 +146,8 @@ class ImageClassifier(L.LightningModule):
         # from plain Python still loads with weights_only=True.
         self.optimizer = optimizer or _default_optimizer
         self.lr_scheduler = lr_scheduler or _default_scheduler
-        self.net = Classifier(
-            create_backbone(backbone, in_channels=in_channels, **(backbone_kwargs or {})),
-            num_classes=num_classes,
-            mean=[0.5] * in_channels,  # placeholders until setup() copies the data's statistics
-            std=[0.25] * in_channels,
-            dropout=dropout,
-        )
+        # The same build as a checkpoint's rebuild; mean/std are placeholders until setup() copies the data's.
+        self.net = build_classifier({k: self.hparams[k] for k in ARCHITECTURE_KEYS})
         try:  # a weights name is checked now; files are read when fitting starts
             check_weights(backbone, weights)
         except ValueError as err:
