@@ -178,9 +178,7 @@ def _open_checkpoint(path: Path, contract: ModelContract | None, num_threads: in
 
     net, hparams = classifier_from_checkpoint(path)
     if contract is None:
-        mean = (net.mean.flatten() / 255.0).tolist()
-        std = (net.std.flatten() / 255.0).tolist()
-        contract = ModelContract.from_hparams(hparams, mean, std)
+        contract = ModelContract.from_hparams(hparams, *net.normalization())
     return Backend(path, "checkpoint", contract, _torch_run(net.eval(), num_threads), f"torch {torch.__version__}")
 
 

@@ -283,9 +283,7 @@ def export_checkpoint(
     check_out_dir(out, overwrite)
     config_path = Path(config) if config is not None else run_folder(ckpt_path) / "config.yaml"
     data = load_export_data(config_path, hparams, verify_samples, calibration_images)
-    mean = (net.mean.flatten() / 255.0).tolist()
-    std = (net.std.flatten() / 255.0).tolist()
-    contract = ModelContract.from_hparams(hparams, mean, std, resize_size=data.resize_size)
+    contract = ModelContract.from_hparams(hparams, *net.normalization(), resize_size=data.resize_size)
 
     batch_sizes = {32: data.test_images, 1: data.test_images[:64]}
     reference = {b: run_batches(net, images, b) for b, images in batch_sizes.items()}

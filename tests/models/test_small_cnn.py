@@ -36,3 +36,12 @@ def test_classifier_normalises_inside() -> None:
     x = torch.full((1, 1, 8, 8), 127.5)
     assert torch.allclose(net.normalize(x), torch.zeros_like(x))
     assert torch.equal(net(x.to(torch.uint8)), net(x.to(torch.uint8).float()))
+
+
+def test_classifier_normalization_round_trips_on_the_0_to_1_scale() -> None:
+    net = Classifier(create_backbone("small_cnn", in_channels=3), num_classes=2, mean=[0.5] * 3, std=[0.25] * 3)
+    net.set_normalization([0.1, 0.2, 0.3], [0.4, 0.5, 0.6])
+    mean, std = net.normalization()
+    assert mean == pytest.approx([0.1, 0.2, 0.3]) and std == pytest.approx([0.4, 0.5, 0.6])
+    x = torch.full((1, 3, 2, 2), 0.2 * 255)
+    assert net.normalize(x)[0, 1].abs().max() < 1e-5  # channel 1: (0.2 - 0.2) / 0.5

@@ -48,6 +48,10 @@ class Classifier(nn.Module):
         self.mean.copy_(torch.as_tensor(mean, dtype=torch.float32).view(1, -1, 1, 1) * 255.0)
         self.std.copy_(torch.as_tensor(std, dtype=torch.float32).view(1, -1, 1, 1) * 255.0)
 
+    def normalization(self) -> tuple[list[float], list[float]]:
+        """Per-channel ``(mean, std)`` on the 0..1 scale, as :meth:`set_normalization` takes them."""
+        return (self.mean.flatten() / 255.0).tolist(), (self.std.flatten() / 255.0).tolist()
+
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, C, H, W)`` 0..255 -> zero-mean, unit-variance float32."""
         return (x.float() - self.mean) / self.std
