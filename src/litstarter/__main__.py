@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+from litstarter.errors import run_reporting
+
 # Light subcommands: name -> "module:function"; each function takes argv and returns an exit code.
 LIGHT_COMMANDS: dict[str, str] = {
     "doctor": "litstarter.doctor:main",
@@ -30,14 +32,20 @@ def main(argv: list[str] | None = None) -> int:
         import importlib
 
         module_name, func_name = LIGHT_COMMANDS[argv[0]].split(":")
-        return int(getattr(importlib.import_module(module_name), func_name)(argv[1:]) or 0)
+        func = getattr(importlib.import_module(module_name), func_name)
+        return run_reporting(argv[0], lambda: func(argv[1:]))
 
     if not argv or argv[0] in ("-h", "--help"):
         print(LIGHT_HELP)  # LightningCLI's own help below lists fit/validate/test/predict only
     from litstarter.cli import main as cli_main
 
-    cli_main(None if from_sys_argv else argv)  # None: LightningCLI reads sys.argv itself
-    return 0
+    subcommand = argv[0] if argv and not argv[0].startswith("-") else "fit"
+
+    def run_cli() -> int:
+        cli_main(None if from_sys_argv else argv)  # None: LightningCLI reads sys.argv itself
+        return 0
+
+    return run_reporting(subcommand, run_cli)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from litstarter.errors import BadInputError
 from litstarter.models import Classifier, create_backbone
 
 
-class CheckpointError(ValueError):
+class CheckpointError(BadInputError, ValueError):
     """A checkpoint or weights file that cannot be used as asked; the message names the file and the problem."""
 
 

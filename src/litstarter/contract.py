@@ -15,6 +15,8 @@ language, needs only an artifact and this JSON to classify an image exactly as t
 
 from __future__ import annotations
 
+from litstarter.errors import BadInputError
+
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -44,7 +46,7 @@ PREPROCESSING_STEPS = [
 ]
 
 
-class ContractError(ValueError):
+class ContractError(BadInputError, ValueError):
     """A missing or malformed contract; the message names the file and the key."""
 
 
