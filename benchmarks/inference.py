@@ -144,8 +144,8 @@ def main() -> None:
             runtimes: dict[str, Callable[[np.ndarray], np.ndarray]] = {
                 "eager": eager,
                 "eager + inference_mode": eager_inference_mode,
-                "TorchScript": open_model(out / "model.ts", num_threads=args.threads),
-                "pt2 (torch.export)": open_model(out / "model.pt2", num_threads=args.threads),
+                "TorchScript": open_model(out / "model.ts", num_threads=args.threads, trust_model=True),
+                "pt2 (torch.export)": open_model(out / "model.pt2", num_threads=args.threads, trust_model=True),
                 "ORT fp32": open_model(out / "model.onnx", num_threads=args.threads),
                 "ORT int8": open_model(out / "model.int8.onnx", num_threads=args.threads),
             }

@@ -98,6 +98,7 @@ def test_every_backend_predicts_like_the_checkpoint(digits_export, digit_files, 
             "7",
             "--topk",
             "2",
+            *(["--trust_model"] if artifact == "model.ts" else []),  # TorchScript is a program: opt-in only
         ]
     )
     assert rc == 0

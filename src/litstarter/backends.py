@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from litstarter.artifact_safety import check_pt2, require_trust
 from litstarter.contract import EMBEDDED_KEY, SIDECAR_NAME, ContractError, ModelContract, read_sidecar
 
 #: File suffix -> backend kind.
@@ -97,6 +98,7 @@ def open_model(
     kind: str | None = None,
     contract: ModelContract | None = None,
     num_threads: int | None = None,
+    trust_model: bool = False,
 ) -> Backend:
     """Load a model file into a :class:`Backend`.
 
@@ -108,23 +110,29 @@ def open_model(
         kind: Backend kind; inferred from the suffix when ``None`` (export passes it for temporary names).
         contract: Use this contract instead of looking for one.
         num_threads: Intra-op threads for the runtime; ``None`` keeps the runtime's default.
+        trust_model: Load formats that can run code (TorchScript; a ``.pt2`` holding anything beyond plain
+            tensors and aten calls). Only for files you made yourself: see :mod:`litstarter.artifact_safety`.
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
         ValueError: (``CheckpointError``, ``ContractError``) for a refused, mismatched or undescribed model.
+        UntrustedModelError: For a model that could run code when loaded, without ``trust_model``.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"model not found: {path}")
     kind = kind or kind_of(path)
+    if kind == "torchscript":
+        require_trust(path, "a TorchScript archive is a program that torch.jit.load compiles and runs", trust_model)
+    if kind == "exported":
+        return _open_exported(path, contract, num_threads, trust_model)
     loader = {
         "onnx": _open_onnx,
         "checkpoint": _open_checkpoint,
         "weights": _open_weights,
         "torchscript": _open_torchscript,
-        "exported": _open_exported,
-    }[kind]
-    return loader(path, contract, num_threads)
+    }
+    return loader[kind](path, contract, num_threads)
 
 
 def _resolve_contract(path: Path, contract: ModelContract | None, embedded: str | bytes | None) -> ModelContract:
@@ -210,12 +218,15 @@ def _open_torchscript(path: Path, contract: ModelContract | None, num_threads: i
     )
 
 
-def _open_exported(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
+def _open_exported(path: Path, contract: ModelContract | None, num_threads: int | None, trust_model: bool) -> Backend:
     import torch
 
+    data = path.read_bytes()  # checked and loaded from the same bytes
+    if not trust_model:
+        check_pt2(path, data)
     extra = {EMBEDDED_KEY: ""}
     # Through a buffer: torch.export.load insists on a ".pt2" file name, and export verifies temporary files.
-    program = torch.export.load(io.BytesIO(path.read_bytes()), extra_files=extra)
+    program = torch.export.load(io.BytesIO(data), extra_files=extra)
     contract = _resolve_contract(path, contract, extra[EMBEDDED_KEY])
     # No .eval() here (an exported module refuses it): the program was captured from the model in eval mode.
     module = program.module()

@@ -7,7 +7,7 @@ for user errors too. No torch, no Lightning: the light subcommands import this.
 
 | code | meaning | examples |
 | --- | --- | --- |
-| 2 (:data:`USAGE`) | the command line or config is wrong | unknown option, bad config value, a path that doesn't exist |
+| 2 (:data:`USAGE`) | the command line or config is wrong | unknown option, bad config value, missing path |
 | 1 (:data:`BAD_INPUT`) | the inputs exist but can't be used | unreadable images, a corrupt checkpoint or model file |
 """
 

@@ -147,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--topk", type=int, default=3, help="Classes (with probabilities) per row.")
     parser.add_argument("--batch_size", type=int, default=32, help="Images per forward pass.")
     parser.add_argument("--num_threads", type=int, default=None, help="Intra-op threads; default: the runtime's.")
+    parser.add_argument(
+        "--trust_model",
+        action="store_true",
+        help="Also load formats that can run code: TorchScript (.ts), and a .pt2 holding anything beyond plain "
+        "tensors and aten calls. Only for files you made yourself.",
+    )
     return parser
 
 
@@ -161,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         files, hidden = list_inputs(args.input)
-        backend = open_model(args.model, num_threads=args.num_threads)
+        backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
     except (FileNotFoundError, ValueError) as err:
         print(f"litstarter infer: error: {err}", file=sys.stderr)
         return 2
