@@ -112,10 +112,10 @@ def main() -> None:
 
     import torch
 
-    from litstarter.backends import open_model, torchscript_quietly
-    from litstarter.checkpoint import classifier_from_checkpoint
-    from litstarter.export import export_checkpoint, load_export_data
-    from litstarter.verify import format_report
+    from litstarter.deploy.backends import open_model, torchscript_quietly
+    from litstarter.deploy.export import export_checkpoint, load_export_data
+    from litstarter.deploy.verify import format_report
+    from litstarter.models.weights import classifier_from_checkpoint
 
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from litstarter.artifact_safety import UntrustedModelError, check_pt2
+from litstarter.deploy.artifact_safety import UntrustedModelError, check_pt2
 from tests.conftest import run_litstarter
 
 

@@ -7,7 +7,7 @@ import warnings
 import pytest
 import torch
 
-from litstarter import backends
+from litstarter.deploy import backends
 
 
 def test_unknown_suffix_lists_the_known_ones(tmp_path):

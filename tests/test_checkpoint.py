@@ -9,9 +9,10 @@ import pickle
 import pytest
 import torch
 
-from litstarter import export, infer
-from litstarter.checkpoint import CheckpointError, build_classifier, load_state_dict_checked, load_torch_file
-from litstarter.contract import ModelContract
+from litstarter.deploy import export, infer
+from litstarter.deploy.contract import ModelContract
+from litstarter.models.classifier import architecture_of, build_classifier
+from litstarter.models.weights import CheckpointError, load_state_dict_checked, load_torch_file
 from litstarter.task import ImageClassifier
 
 
@@ -54,7 +55,7 @@ def test_pickle_that_would_run_code_is_refused(malicious, tmp_path, capsys):
         "backbone_kwargs": None,
         "dropout": 0.0,
     }
-    contract = ModelContract.from_hparams(hparams, [0.5], [0.25])
+    contract = ModelContract.from_hparams(hparams, [0.5], [0.25], architecture=architecture_of(hparams))
     (weights.parent / "model.json").write_text(json.dumps(contract.to_dict()))
     args = ["--input", str(weights.parent), "--output", str(tmp_path / "p.csv")]
     assert infer.main(["--model", str(weights), *args]) == 2

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from litstarter.contract import ContractError, ModelContract, read_sidecar
+from litstarter.deploy.contract import ContractError, ModelContract, read_sidecar
 
 HPARAMS = {
     "image_size": (16, 16),

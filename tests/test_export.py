@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from litstarter import export, quantize
-from litstarter.backends import open_model
-from litstarter.contract import SIDECAR_NAME, ModelContract
 from litstarter.data import DigitsDataModule
+from litstarter.deploy import export, quantize
+from litstarter.deploy.backends import open_model
+from litstarter.deploy.contract import SIDECAR_NAME, ModelContract
 from litstarter.preprocess import cache_size_for
 from tests.conftest import best_checkpoint
 from tests.data.images import make_split_folder

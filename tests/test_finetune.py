@@ -15,8 +15,8 @@ import torchvision
 from lightning.pytorch.callbacks import Callback, LearningRateMonitor
 from lightning.pytorch.loggers import CSVLogger
 
-from litstarter.checkpoint import CheckpointError
 from litstarter.data import DigitsDataModule
+from litstarter.models.weights import CheckpointError
 from litstarter.task import ImageClassifier
 from tests.conftest import CONFIGS, DEFAULT_CONFIG, best_checkpoint, fast_fit_args, run_cli
 

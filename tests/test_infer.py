@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from litstarter import infer
-from litstarter.checkpoint import classifier_from_checkpoint
 from litstarter.data import DigitsDataModule
+from litstarter.deploy import infer
+from litstarter.models.weights import classifier_from_checkpoint
 from tests.conftest import DEFAULT_CONFIG, best_checkpoint, run_cli
 
 NUM_IMAGES = 48
@@ -292,8 +292,8 @@ def test_image_folder_model(tmp_path):
 
     # The file path through the contract lands on exactly the tensors the data module's eval view serves
     # (resize to the 18x18 cache size, centre-crop 16x16), so infer's predictions are eager's on the test split.
-    from litstarter.backends import open_model
     from litstarter.data import ImageFolderDataModule
+    from litstarter.deploy.backends import open_model
 
     backend = open_model(ckpt)
     assert backend.contract.resize_size == (18, 18) and backend.contract.image_size == (16, 16)

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from litstarter.data import DigitsDataModule
-from litstarter.schedulers import WarmupCosineLR
+from litstarter.optim import WarmupCosineLR
 from litstarter.task import ImageClassifier
 from tests.conftest import REPO, best_checkpoint, run_cli
 

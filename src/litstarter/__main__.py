@@ -13,8 +13,8 @@ from litstarter.errors import run_reporting
 # Light subcommands: name -> "module:function"; each function takes argv and returns an exit code.
 LIGHT_COMMANDS: dict[str, str] = {
     "doctor": "litstarter.doctor:main",
-    "export": "litstarter.export:main",
-    "infer": "litstarter.infer:main",
+    "export": "litstarter.deploy.export:main",
+    "infer": "litstarter.deploy.infer:main",
 }
 
 LIGHT_HELP = """more subcommands (each has --help):

@@ -15,13 +15,12 @@ from torch.optim.lr_scheduler import OneCycleLR, ReduceLROnPlateau
 from torchmetrics import MeanMetric
 
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
-from litstarter.checkpoint import build_classifier
-from litstarter.contract import ARCHITECTURE_KEYS
 from litstarter.data.base import stored_image_size
 from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
 from litstarter.models import check_weights, create_backbone, list_backbones
+from litstarter.models.classifier import architecture_of, build_classifier
+from litstarter.models.transfer import COMPILED_PREFIX, TransferReport, load_matching_weights
 from litstarter.optim import split_groups_by_module, total_grad_norm, weight_decay_groups
-from litstarter.transfer import COMPILED_PREFIX, TransferReport, load_matching_weights
 
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
 PLATEAU_MONITOR = "val/loss"
@@ -34,7 +33,7 @@ def _default_optimizer(params) -> torch.optim.Optimizer:
 
 
 def _default_scheduler(optimizer: torch.optim.Optimizer, total_steps: int | None = None):
-    from litstarter.schedulers import WarmupCosineLR
+    from litstarter.optim import WarmupCosineLR
 
     return WarmupCosineLR(optimizer, warmup_steps=0.05, total_steps=total_steps)
 
@@ -147,7 +146,7 @@ class ImageClassifier(L.LightningModule):
         self.optimizer = optimizer or _default_optimizer
         self.lr_scheduler = lr_scheduler or _default_scheduler
         # The same build as a checkpoint's rebuild; mean/std are placeholders until setup() copies the data's.
-        self.net = build_classifier({k: self.hparams[k] for k in ARCHITECTURE_KEYS})
+        self.net = build_classifier(architecture_of(self.hparams))
         try:  # a weights name is checked now; files are read when fitting starts
             check_weights(backbone, weights)
         except ValueError as err:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
+
+from litstarter.models.registry import create_backbone
+
+#: The ``ImageClassifier`` hyper-parameters that fix the network's shape (recorded so ``weights.pt`` can load).
+ARCHITECTURE_KEYS = ("backbone", "backbone_kwargs", "num_classes", "in_channels", "dropout")
+
+
+def architecture_of(hparams: Mapping) -> dict:
+    """The :data:`ARCHITECTURE_KEYS` of a checkpoint's ``hyper_parameters``: what :func:`build_classifier` takes."""
+    return {k: hparams.get(k) for k in ARCHITECTURE_KEYS}
 
 
 class Classifier(nn.Module):
@@ -67,3 +77,25 @@ class Classifier(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images ``(B, C, H, W)`` in 0..255 -> logits ``(B, num_classes)``."""
         return self.forward_head(self.forward_features(x))
+
+
+def build_classifier(architecture: Mapping) -> Classifier:
+    """An untrained :class:`Classifier` shaped as ``architecture`` says (the keys of :data:`ARCHITECTURE_KEYS`).
+
+    ``ImageClassifier`` builds ``self.net`` with it too, so a checkpoint rebuilds exactly the trained network.
+    The normalisation buffers are placeholders until weights are loaded.
+    """
+    missing = [k for k in ("backbone", "num_classes", "in_channels") if k not in architecture]
+    if missing:
+        raise ValueError(f"architecture is missing {missing}; got keys {sorted(architecture)}")
+    channels = int(architecture["in_channels"])
+    backbone = create_backbone(
+        architecture["backbone"], in_channels=channels, **(architecture.get("backbone_kwargs") or {})
+    )
+    return Classifier(
+        backbone,
+        num_classes=int(architecture["num_classes"]),
+        mean=[0.5] * channels,
+        std=[0.25] * channels,
+        dropout=float(architecture.get("dropout") or 0.0),
+    )

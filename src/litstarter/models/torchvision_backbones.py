@@ -32,6 +32,7 @@ import torchvision
 from torch import nn
 
 from litstarter.models.registry import is_weights_path, register_backbone
+from litstarter.models.weights import load_torch_file, state_dict_differences
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,6 @@ def read_weights_file(path: str | os.PathLike, arch: str) -> dict[str, torch.Ten
         FileNotFoundError: If ``path`` does not exist.
         ValueError: If the file is not a flat state_dict (a Lightning checkpoint is pointed at ``init_from``).
     """
-    from litstarter.checkpoint import load_torch_file  # torch-only; imported here to keep the import graph flat
 
     state = load_torch_file(path)
     if isinstance(state, dict) and "state_dict" in state:
@@ -170,7 +170,6 @@ def load_torchvision_state(model: nn.Module, arch: str, state: dict[str, torch.T
             "%s: adapted the pretrained 3-channel stem %s to %d channel(s) by %s", arch, stem_key, in_channels, rule
         )
         state[stem_key] = adapt_stem_weight(state[stem_key], in_channels)
-    from litstarter.checkpoint import state_dict_differences  # imports litstarter.models; here to avoid a cycle
 
     missing, unexpected, mismatched = state_dict_differences(model, state)
     if missing or unexpected or mismatched:

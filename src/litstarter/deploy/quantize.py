@@ -16,7 +16,7 @@ import onnx
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
-from litstarter.contract import EMBEDDED_KEY, ModelContract
+from litstarter.deploy.contract import EMBEDDED_KEY, ModelContract
 
 
 class CalibrationReader(CalibrationDataReader):

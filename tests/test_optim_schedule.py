@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from litstarter.schedulers import WarmupCosineLR
+from litstarter.optim import WarmupCosineLR
 
 
 def _lrs(steps: int, **kwargs) -> list[float]:

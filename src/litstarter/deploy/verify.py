@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from litstarter.backends import Backend
+from litstarter.deploy.backends import Backend
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from litstarter.artifact_safety import check_pt2, require_trust
-from litstarter.contract import EMBEDDED_KEY, SIDECAR_NAME, ContractError, ModelContract, read_sidecar
+from litstarter.deploy.artifact_safety import check_pt2, require_trust
+from litstarter.deploy.contract import EMBEDDED_KEY, SIDECAR_NAME, ContractError, ModelContract, read_sidecar
 
 #: File suffix -> backend kind.
 KINDS = {".ckpt": "checkpoint", ".pt": "weights", ".ts": "torchscript", ".pt2": "exported", ".onnx": "onnx"}
@@ -111,7 +111,7 @@ def open_model(
         contract: Use this contract instead of looking for one.
         num_threads: Intra-op threads for the runtime; ``None`` keeps the runtime's default.
         trust_model: Load formats that can run code (TorchScript; a ``.pt2`` holding anything beyond plain
-            tensors and aten calls). Only for files you made yourself: see :mod:`litstarter.artifact_safety`.
+            tensors and aten calls). Only for files you made yourself: see :mod:`litstarter.deploy.artifact_safety`.
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
@@ -182,18 +182,20 @@ def _torch_run(module, num_threads: int | None) -> Callable[[np.ndarray], np.nda
 def _open_checkpoint(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
     import torch
 
-    from litstarter.checkpoint import classifier_from_checkpoint
+    from litstarter.models.classifier import architecture_of
+    from litstarter.models.weights import classifier_from_checkpoint
 
     net, hparams = classifier_from_checkpoint(path)
     if contract is None:
-        contract = ModelContract.from_hparams(hparams, *net.normalization())
+        contract = ModelContract.from_hparams(hparams, *net.normalization(), architecture=architecture_of(hparams))
     return Backend(path, "checkpoint", contract, _torch_run(net.eval(), num_threads), f"torch {torch.__version__}")
 
 
 def _open_weights(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
     import torch
 
-    from litstarter.checkpoint import CheckpointError, build_classifier, load_state_dict_checked, load_torch_file
+    from litstarter.models.classifier import build_classifier
+    from litstarter.models.weights import CheckpointError, load_state_dict_checked, load_torch_file
 
     contract = _resolve_contract(path, contract, None)  # a state_dict carries nothing but tensors
     if not contract.architecture:

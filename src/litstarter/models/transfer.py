@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from litstarter.checkpoint import CheckpointError, load_torch_file
+from litstarter.models.weights import CheckpointError, load_torch_file
 
 log = logging.getLogger(__name__)
 

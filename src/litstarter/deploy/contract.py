@@ -29,12 +29,10 @@ from litstarter.preprocess import as_size, center_crop_array, load_image
 #: The sidecar file name, beside the artifacts in an export folder.
 SIDECAR_NAME = "model.json"
 #: Key under which ONNX ``metadata_props`` (and TorchScript / pt2 extra files) embed the same JSON.
-EMBEDDED_KEY = "litstarter.contract"
+EMBEDDED_KEY = "litstarter.deploy.contract"
 FORMAT = "litstarter-model-contract"
 VERSION = 1
 
-#: The ``ImageClassifier`` hyper-parameters that fix the network's shape (recorded so ``weights.pt`` can load).
-ARCHITECTURE_KEYS = ("backbone", "backbone_kwargs", "num_classes", "in_channels", "dropout")
 
 PREPROCESSING_STEPS = [
     "decode the file and apply its EXIF orientation",
@@ -190,7 +188,12 @@ class ModelContract:
 
     @classmethod
     def from_hparams(
-        cls, hparams: Mapping, mean: Sequence[float], std: Sequence[float], resize_size: Sequence[int] | None = None
+        cls,
+        hparams: Mapping,
+        mean: Sequence[float],
+        std: Sequence[float],
+        resize_size: Sequence[int] | None = None,
+        architecture: Mapping | None = None,
     ) -> ModelContract:
         """The contract of a checkpoint, from ``ImageClassifier``'s hyper-parameters and normalisation buffers.
 
@@ -199,6 +202,8 @@ class ModelContract:
             mean: Per-channel mean on the 0..1 scale (the network's buffer / 255).
             std: Per-channel std on the 0..1 scale.
             resize_size: Overrides ``hparams["cache_size"]`` (e.g. the size the data module really stores).
+            architecture: What rebuilds the network (``litstarter.models.classifier.architecture_of(hparams)``);
+                without it ``weights.pt`` cannot be loaded from this contract.
 
         Raises:
             ContractError: If the size images were stored at is unknown (a checkpoint from before
@@ -216,7 +221,6 @@ class ModelContract:
             )
         num_classes = int(hparams["num_classes"])
         names = hparams.get("class_names") or [str(i) for i in range(num_classes)]
-        architecture = {k: hparams.get(k) for k in ARCHITECTURE_KEYS}
         return cls(
             class_names=[str(n) for n in names],
             channels=int(hparams["in_channels"]),
@@ -224,7 +228,7 @@ class ModelContract:
             resize_size=as_size(stored),
             mean=[float(v) for v in mean],
             std=[float(v) for v in std],
-            architecture=architecture,
+            architecture=dict(architecture or {}),
         )
 
 

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from litstarter.errors import BadInputError
-from litstarter.models import Classifier, create_backbone
+from litstarter.models.classifier import Classifier, build_classifier
 
 
 class CheckpointError(BadInputError, ValueError):
@@ -48,28 +48,6 @@ def load_torch_file(path: str | os.PathLike) -> object:
         ) from None
     except (RuntimeError, EOFError, OSError) as err:
         raise CheckpointError(f"cannot read {path} as a torch file: {err}") from None
-
-
-def build_classifier(architecture: Mapping) -> Classifier:
-    """An untrained :class:`Classifier` shaped as ``architecture`` says (the keys of ``contract.ARCHITECTURE_KEYS``).
-
-    ``ImageClassifier`` builds ``self.net`` with it too, so a checkpoint rebuilds exactly the trained network.
-    The normalisation buffers are placeholders until weights are loaded.
-    """
-    missing = [k for k in ("backbone", "num_classes", "in_channels") if k not in architecture]
-    if missing:
-        raise CheckpointError(f"architecture is missing {missing}; got keys {sorted(architecture)}")
-    channels = int(architecture["in_channels"])
-    backbone = create_backbone(
-        architecture["backbone"], in_channels=channels, **(architecture.get("backbone_kwargs") or {})
-    )
-    return Classifier(
-        backbone,
-        num_classes=int(architecture["num_classes"]),
-        mean=[0.5] * channels,
-        std=[0.25] * channels,
-        dropout=float(architecture.get("dropout") or 0.0),
-    )
 
 
 def state_dict_differences(

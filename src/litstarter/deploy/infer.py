@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from litstarter.backends import Backend, open_model
+from litstarter.deploy.backends import Backend, open_model
 from litstarter.io import atomic_write
 
 

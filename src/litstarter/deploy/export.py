@@ -5,11 +5,11 @@ Usage::
     litstarter export --ckpt_path runs/digits/version_0/checkpoints/last.ckpt [--formats onnx int8] [--out DIR]
 
 Every artifact is written under a temporary name, loaded back in its own runtime (through the same
-:func:`litstarter.backends.open_model` that ``infer`` uses), run on a seeded, class-stratified sample of the
+:func:`litstarter.deploy.backends.open_model` that ``infer`` uses), run on a seeded, class-stratified sample of the
 test split at batch sizes 1 and 32 and compared with the eager model in eval mode. Only artifacts within
 tolerance are kept; one whose exporter or runtime raises is rejected with its error. The figures go to
 ``export_report.json`` and a printed table, and any rejection exits 1 naming the artifact and the figure or
-error. ``model.json`` (the input contract, see :mod:`litstarter.contract`) is written beside the artifacts,
+error. ``model.json`` (the input contract, see :mod:`litstarter.deploy.contract`) is written beside the artifacts,
 and the ONNX, TorchScript and pt2 files embed the same JSON. The export is built in a staging folder beside
 ``--out`` and replaces the folder's export only once complete.
 """
@@ -32,13 +32,14 @@ import numpy as np
 import torch
 
 import litstarter
-from litstarter.backends import open_model, torchscript_quietly
-from litstarter.checkpoint import classifier_from_checkpoint
-from litstarter.contract import EMBEDDED_KEY, SIDECAR_NAME, ModelContract
+from litstarter.deploy.backends import open_model, torchscript_quietly
+from litstarter.deploy.contract import EMBEDDED_KEY, SIDECAR_NAME, ModelContract
+from litstarter.deploy.quantize import quantize_int8
+from litstarter.deploy.verify import ArtifactRejected, Tolerances, compare, format_report, run_batches
 from litstarter.io import atomic_write, write_json
 from litstarter.models import Classifier
-from litstarter.quantize import quantize_int8
-from litstarter.verify import ArtifactRejected, Tolerances, compare, format_report, run_batches
+from litstarter.models.classifier import architecture_of
+from litstarter.models.weights import classifier_from_checkpoint
 
 #: Format name (for --formats) -> (file name, backend kind).
 FORMATS: dict[str, tuple[str, str]] = {
@@ -283,7 +284,9 @@ def export_checkpoint(
     check_out_dir(out, overwrite)
     config_path = Path(config) if config is not None else run_folder(ckpt_path) / "config.yaml"
     data = load_export_data(config_path, hparams, verify_samples, calibration_images)
-    contract = ModelContract.from_hparams(hparams, *net.normalization(), resize_size=data.resize_size)
+    contract = ModelContract.from_hparams(
+        hparams, *net.normalization(), resize_size=data.resize_size, architecture=architecture_of(hparams)
+    )
 
     batch_sizes = {32: data.test_images, 1: data.test_images[:64]}
     reference = {b: run_batches(net, images, b) for b, images in batch_sizes.items()}
