@@ -22,6 +22,7 @@ def test_metrics_json_has_the_full_metric_set_and_it_is_consistent(digits_run: P
     expected |= {f"test/{m}_{a}" for m in ("precision", "recall", "f1") for a in ("macro", "micro")}
     expected |= {f"test/recall/{name}" for name in CLASSES}
     assert expected <= set(metrics), sorted(expected - set(metrics))
+    assert metrics.pop("test_split") == "test"  # a held-out test split, not val
     for key, value in metrics.items():
         assert key == "test/loss" or 0.0 <= value <= 1.0, (key, value)
     # Single-label: micro precision = micro recall = micro F1 = accuracy.

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageOps
 
+from litstarter.listing import file_problem
+
 #: File extensions treated as images; everything else (and hidden files) is ignored.
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".gif", ".ppm", ".pgm"})
 
@@ -109,6 +111,9 @@ def try_load_image(
     For batch builds (the cache) that must report every bad file, not just the first; picklable, so it can
     run in a process pool.
     """
+    problem = file_problem(path)  # a dangling link, a link loop, a missing file
+    if problem:
+        return None, problem
     try:
         if os.path.getsize(path) == 0:
             return None, "empty file (0 bytes)"

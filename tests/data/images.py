@@ -63,3 +63,31 @@ def make_imbalanced_folder(
                 pixels = np.clip(level + rng.normal(0, 25, (16, 16)), 0, 255).astype(np.uint8)
                 Image.fromarray(pixels).save(folder / f"{i:03d}.png")
     return root
+
+
+#: Sizes and modes cycled through by :func:`make_mixed_class_folder`: JPEG and PNG, grey, RGB, RGBA, palette.
+MIXED = [
+    (".jpg", "RGB", (20, 28)),
+    (".png", "L", (32, 24)),
+    (".png", "RGBA", (16, 16)),
+    (".jpg", "L", (40, 30)),
+    (".png", "P", (24, 36)),
+    (".png", "RGB", (64, 48)),
+]
+
+
+def make_mixed_class_folder(root: Path, counts: dict[str, int], seed: int = 0) -> Path:
+    """``root/<class>/<i>.{jpg,png}``: real JPEG and PNG files of mixed sizes and PIL modes (grey, RGB, RGBA,
+    palette), each class a different mean colour so a short fit can learn something."""
+    rng = np.random.default_rng(seed)
+    for c, (name, n) in enumerate(counts.items()):
+        tint = np.array([60 + 60 * (c % 3), 60 + 40 * ((c + 1) % 4), 200 - 50 * (c % 4)], dtype=np.float64)
+        for i in range(n):
+            ext, mode, (h, w) = MIXED[(i + c) % len(MIXED)]
+            pixels = np.clip(tint + rng.normal(0, 20, (h, w, 3)), 0, 255).astype(np.uint8)
+            image = Image.fromarray(pixels, "RGB")
+            image = image.convert("RGBA") if mode == "RGBA" else image.convert(mode)
+            path = root / name / f"{name}_{i:03d}{ext}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            image.save(path)
+    return root

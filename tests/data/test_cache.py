@@ -15,7 +15,7 @@ import pytest
 import litstarter.data.cache as cache_module
 from litstarter.data import ImageFolderDataModule
 from litstarter.data.cache import MANIFEST, MemmapImages, load_cache
-from litstarter.data.folder_layout import list_sources
+from litstarter.errors import BadInputError
 from litstarter.preprocess import load_image
 from tests.data.images import make_class_folder, write_image
 
@@ -91,7 +91,7 @@ def test_bad_files_stop_the_build_with_one_message_listing_every_one(tmp_path: P
     root = make_class_folder(tmp_path / "root", {"a": 8, "b": 8})
     bad = make_bad_files(root)
     dm = module(root, tmp_path / "cache")
-    with pytest.raises(ValueError, match=r"4 image file\(s\) under .* could not be read") as info:
+    with pytest.raises(BadInputError, match=r"4 image file\(s\) under .* could not be read") as info:
         dm.prepare_data()
     message = str(info.value)
     for rel, reason in bad.items():
@@ -116,7 +116,7 @@ def test_skip_leaves_bad_files_out_warns_with_the_count_and_lists_them_in_the_ma
     dm.setup("fit")
     assert len(dm.train_set) + len(dm.val_set) == 16
     # Switching back to `error` on the same cache is loud again, without a rebuild.
-    with pytest.raises(ValueError, match="4 image file"):
+    with pytest.raises(BadInputError, match="4 image file"):
         module(root, tmp_path / "cache", on_bad_file="error").prepare_data()
 
 
@@ -126,8 +126,8 @@ def test_build_cache_drops_bad_files_only_when_told_to_skip(tmp_path: Path) -> N
     root = make_class_folder(tmp_path / "root", {"a": 4, "b": 4})
     (root / "b" / "empty.png").write_bytes(b"")
     dm = module(root, tmp_path / "cache")
-    sources = list_sources(root, "classes", ["a", "b"], 0.25, 0.0, dm.seed)
-    with pytest.raises(ValueError, match=r"1 image file\(s\) under .* could not be read"):
+    sources = dm.listing().sources
+    with pytest.raises(BadInputError, match=r"1 image file\(s\) under .* could not be read"):
         cache_module.build_cache(
             dm.cache_folder(), root, dm.cache_params(), sources, dm.class_to_idx, 3, dm.cache_size, on_bad_file="Skip"
         )
@@ -138,7 +138,7 @@ def test_a_class_whose_every_file_is_bad_is_not_dropped_silently(tmp_path: Path)
     for i in range(4):
         (root / "broken" / f"{i}.png").parent.mkdir(exist_ok=True)
         (root / "broken" / f"{i}.png").write_bytes(b"")
-    with pytest.raises(ValueError, match=r"\['broken'\] have no readable training images") as info:
+    with pytest.raises(BadInputError, match=r"\['broken'\] have no readable training images") as info:
         module(root, tmp_path / "cache", on_bad_file="skip").prepare_data()
     assert str(root / "broken" / "0.png") in str(info.value)
 
@@ -218,7 +218,7 @@ def test_a_killed_build_is_never_trusted(tmp_path: Path) -> None:
     child.join(60)
     assert child.exitcode == 3  # ... that is killed half-way through decoding
     # The old manifest and arrays are untouched and consistent, but describe files that changed: not trusted.
-    sources = list_sources(root, "classes", ["a", "b"], 0.25, 0.0, complete.seed)
+    sources = complete.listing().sources
     assert (folder / MANIFEST).exists() and load_cache(folder, complete.cache_params(), sources) is None
     assert list(folder.glob(".*.tmp"))  # the dead build's leftovers
     rebuilt = module(root, tmp_path / "cache")
@@ -252,7 +252,7 @@ def test_builders_on_two_hosts_sharing_the_folder_never_clobber_each_other(tmp_p
     assert node_a.cache.reused and node_a.cache.manifest == node_b.cache.manifest  # ... and A took B's cache
     folder = node_a.cache_folder()
     assert not list(folder.glob(".*.tmp"))  # neither builder left (or lost) temporary files
-    sources = list_sources(root, "classes", ["a", "b"], 0.25, 0.0, node_a.seed)
+    sources = node_a.listing().sources
     assert load_cache(folder, node_a.cache_params(), sources) is not None
     monkeypatch.setattr(cache_module, "try_load_image", real_decode)
     for split in ("train", "val"):
@@ -266,7 +266,7 @@ def test_a_damaged_cache_is_rebuilt(tmp_path: Path) -> None:
     dm = module(root, tmp_path / "cache")
     dm.prepare_data()
     folder, params = dm.cache_folder(), dm.cache_params()
-    sources = list_sources(root, "classes", ["a", "b"], 0.25, 0.0, dm.seed)
+    sources = dm.listing().sources
     assert load_cache(folder, params, sources) is not None
     with open(folder / "train.u8", "r+b") as f:  # a torn array file
         f.truncate(100)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import lightning as L
@@ -79,12 +80,14 @@ def test_normalization_comes_from_the_cached_train_split_unless_given(three_clas
     assert given.normalization() == ([0.5, 0.4, 0.3], [0.2, 0.2, 0.2])
 
 
-def test_split_layout_without_test_evaluates_val_and_says_so(tmp_path: Path) -> None:
+def test_split_layout_without_test_evaluates_val_and_says_so(tmp_path: Path, caplog) -> None:
     root = make_split_folder(tmp_path / "root", {"train": {"x": 4, "y": 4}, "val": {"x": 2, "y": 3}})
     dm = module(root, tmp_path)
     assert len(dm.train_set) == 8 and len(dm.val_set) == 5 and dm.test_set is None
-    with pytest.warns(UserWarning, match="no test split"):
+    with caplog.at_level(logging.INFO):
         assert dm.test_dataloader().dataset is dm.val_set
+    assert "no test split: testing on the val split (not a held-out score" in caplog.text
+    assert dm.test_split == "val"
 
 
 def test_class_to_idx_travels_in_the_state_and_a_mismatch_on_resume_is_an_error(
@@ -100,7 +103,7 @@ def test_class_to_idx_travels_in_the_state_and_a_mismatch_on_resume_is_an_error(
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"channels": 2}, "data.channels must be 1 or 3"),
+        ({"channels": 2}, "data.channels must be 1, 3 or auto, got 2"),
         ({"val_fraction": 0.0}, "data.val_fraction"),
         ({"val_fraction": 0.6, "test_fraction": 0.5}, "sum to less than 1"),
         ({"mean": [0.5]}, "data.mean has 1 values but data.channels is 3"),

@@ -44,6 +44,12 @@ class ArrayDataModule(L.LightningDataModule):
         self.test_set: ArrayImageDataset | None = None
 
     @property
+    def test_split(self) -> str:
+        """The split that ``test`` evaluates: ``test``, or ``val`` when there is no test split (written to
+        ``metrics.json`` as ``test_split``, so a score on val is never mistaken for a held-out one)."""
+        return "val" if self.test_set is None and self.val_set is not None else "test"
+
+    @property
     def num_classes(self) -> int:
         """Number of classes, linked into ``model.num_classes`` by the CLI."""
         return len(self.class_names)

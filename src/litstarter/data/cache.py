@@ -36,8 +36,10 @@ import numpy as np
 from tqdm import tqdm
 
 from litstarter.data.dataset import channel_stats
-from litstarter.data.folder_layout import SourceFile
+from litstarter.data.splits import SourceFile
+from litstarter.errors import BadInputError
 from litstarter.io import write_json
+from litstarter.listing import shown
 from litstarter.preprocess import try_load_image
 
 log = logging.getLogger(__name__)
@@ -60,7 +62,8 @@ def listing_digest(files: list[SourceFile]) -> str:
     """Digest of a split's file listing (paths, labels, sizes, mtimes): any change, addition or removal shows."""
     digest = hashlib.sha256()
     for f in files:
-        digest.update(f"{f.path}\0{f.label}\0{f.size}\0{f.mtime_ns}\n".encode())
+        # surrogateescape: a file name that isn't valid UTF-8 is hashed as its raw bytes
+        digest.update(f"{f.path}\0{f.label}\0{f.size}\0{f.mtime_ns}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
@@ -177,10 +180,10 @@ def load_cache(folder: Path, params: dict, sources: dict[str, list[SourceFile]])
     return ImageCache(folder, manifest, reused=True)
 
 
-def bad_files_error(root: Path, bad: list[dict]) -> ValueError:
+def bad_files_error(root: Path, bad: list[dict]) -> BadInputError:
     """One error that lists every bad file with its path and reason."""
-    listed = "\n".join(f"  {root / b['path']}: {b['reason']}" for b in bad)
-    return ValueError(
+    listed = "\n".join(f"  {shown(root / b['path'])}: {b['reason']}" for b in bad)
+    return BadInputError(
         f"{len(bad)} image file(s) under '{root}' could not be read (data.on_bad_file=error):\n{listed}\n"
         "Fix or remove them, or set data.on_bad_file=skip to leave them out (they are then counted in a warning"
         " and listed in the cache manifest)."
@@ -190,7 +193,7 @@ def bad_files_error(root: Path, bad: list[dict]) -> ValueError:
 def warn_skipped(root: Path, folder: Path, skipped: list[dict]) -> None:
     """The warning for files left out under ``on_bad_file: skip``."""
     if skipped:
-        first = "; ".join(f"{s['path']} ({s['reason']})" for s in skipped[:3])
+        first = "; ".join(f"{shown(s['path'])} ({s['reason']})" for s in skipped[:3])
         more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
         warnings.warn(
             f"data.on_bad_file=skip: left out {len(skipped)} unreadable image file(s) under '{root}': {first}{more}."
@@ -299,7 +302,7 @@ def build_cache(
             missing = sorted(set(class_to_idx.values()) - {s.label for s in kept})
             if split == "train" and missing:
                 names = [n for n, i in class_to_idx.items() if i in missing]
-                raise ValueError(
+                raise BadInputError(
                     f"classes {names} have no readable training images left after data.on_bad_file=skip; a class"
                     f" is never dropped silently. {bad_files_error(root, bad)}"
                 )

@@ -13,9 +13,10 @@ from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Sampl
 from litstarter.cores import available_cores
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.cache import ImageCache, bad_files_error, build_cache, cache_key, load_cache, warn_skipped
+from litstarter.data.channels import channels_for, header_modes
 from litstarter.data.class_subset import select_classes
 from litstarter.data.dataset import ArrayImageDataset
-from litstarter.data.folder_layout import SourceFile, detect_layout, list_sources
+from litstarter.data.folder_layout import Listing, SourceFile, detect_layout, list_sources
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
 from litstarter.data.transforms import Augmentation
 from litstarter.preprocess import as_size, cache_size_for
@@ -27,7 +28,7 @@ MIN_FILES_FOR_WORKERS = 500
 
 
 class ImageFolderDataModule(ArrayDataModule):
-    """Images in ``root/<class>/<image>`` or ``root/{train,val,test}/<class>/<image>``, as uint8 tensors.
+    """Images in class folders (with or without split folders) or named by a labels CSV, as uint8 tensors.
 
     ``prepare_data`` decodes every file once (convert to ``channels``, resize and centre-crop to a cache size
     a little larger than ``image_size``) into a memory-mapped uint8 cache; it runs once per node under DDP
@@ -37,11 +38,17 @@ class ImageFolderDataModule(ArrayDataModule):
 
     Args:
         root: The image folder: ``root/<class>/<image>`` (split here by the fractions, stratified and seeded)
-            or ``root/{train,val,test}/<class>/<image>`` (splits as given; ``test`` optional).
+            or ``root/{train,val,test}/<class>/<image>`` (splits as given; without val, val is carved from
+            train; without test, ``test`` evaluates val). Split folders may also be named ``training``,
+            ``valid``, ``validation``, ``dev`` or ``testing``, in any case.
+        labels: A CSV of ``path,label[,split]`` rows, relative to ``root`` (as are its paths), used instead of
+            class folders; without a ``split`` column the splits come from the fractions.
         image_size: Training and evaluation size: an int or ``[height, width]``.
-        channels: Channels every image is converted to: 3 (RGB) or 1 (grayscale).
-        val_fraction: Fraction of each class held out for validation (``root/<class>`` layout only).
-        test_fraction: Fraction of each class held out for testing (``root/<class>`` layout only); 0 for none.
+        channels: Channels every image is converted to: 3 (RGB), 1 (grayscale) or ``auto``: 1 when every
+            image is grey (PIL modes 1, L, LA, I;16, I), else 3, from the file headers (logged).
+        val_fraction: Fraction of each class held out for validation, wherever there is no val split.
+        test_fraction: Fraction of each class held out for testing (``root/<class>`` and a labels file without
+            a ``split`` column only); 0 for none.
         sampler: Training sampler: ``none`` (seeded shuffle), ``weighted`` (draws with probability
             1/class count, so classes come about equally often) or ``balanced`` (every batch holds the classes
             equally).
@@ -67,8 +74,9 @@ class ImageFolderDataModule(ArrayDataModule):
     def __init__(
         self,
         root: str,
+        labels: str | None = None,
         image_size: int | tuple[int, int] = 224,
-        channels: int = 3,
+        channels: int | Literal["auto"] = "auto",
         val_fraction: float = 0.1,
         test_fraction: float = 0.1,
         sampler: Literal["none", "weighted", "balanced"] = "none",
@@ -84,8 +92,8 @@ class ImageFolderDataModule(ArrayDataModule):
         classes: list[str | int] | None = None,
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
-        if channels not in (1, 3):
-            raise ValueError(f"data.channels must be 1 or 3, got {channels}")
+        if channels not in (1, 3, "auto"):
+            raise ValueError(f"data.channels must be 1, 3 or auto, got {channels!r}")
         if not 0 < val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
             raise ValueError(
                 f"data.val_fraction={val_fraction} must be in (0, 1), data.test_fraction={test_fraction} in [0, 1),"
@@ -97,12 +105,9 @@ class ImageFolderDataModule(ArrayDataModule):
             raise ValueError(f"data.on_bad_file must be 'error' or 'skip', got {on_bad_file!r}")
         if cache_workers is not None and cache_workers < 0:
             raise ValueError(f"data.cache_workers must be >= 0 or null (auto), got {cache_workers}")
-        for name, value in (("mean", mean), ("std", std)):
-            if value is not None and len(value) != channels:
-                raise ValueError(f"data.{name} has {len(value)} values but data.channels is {channels}")
         self.root = Path(root).expanduser()
+        self.labels = labels
         self.image_size = as_size(image_size)
-        self.channels = channels
         self.cache_size = cache_size_for(self.image_size)
         self.val_fraction = val_fraction
         self.test_fraction = test_fraction
@@ -112,10 +117,15 @@ class ImageFolderDataModule(ArrayDataModule):
         self.cache_workers = cache_workers
         self.on_bad_file = on_bad_file
         self._mean, self._std = mean, std
-        # Cheap (folder names only) and needed now: the CLI links class_names into the model at instantiation.
-        self.layout, self.all_class_names = detect_layout(self.root)
+        # Needed now: the CLI links class_names and channels into the model at instantiation.
+        self.layout = detect_layout(self.root, labels)
+        self.all_class_names = self.layout.class_names
         self.class_names = select_classes(self.all_class_names, classes, source=f"data.root '{self.root}'")
         self.cache: ImageCache | None = None
+        self.channels = self._resolve_channels() if channels == "auto" else channels
+        for name, value in (("mean", mean), ("std", std)):
+            if value is not None and len(value) != self.channels:
+                raise ValueError(f"data.{name} has {len(value)} values but data.channels is {self.channels}")
 
     @property
     def class_to_idx(self) -> dict[str, int]:
@@ -126,11 +136,15 @@ class ImageFolderDataModule(ArrayDataModule):
         """Everything that decides the cache's contents besides the files themselves."""
         params = {
             "root": str(self.root.resolve()),
-            "layout": self.layout,
+            "layout": self.layout.kind,
             "channels": self.channels,
             "cache_size": list(self.cache_size),
         }
-        if self.layout == "classes":  # the split is computed here, so it is part of what is cached
+        if self.layout.kind == "splits":
+            params["split_dirs"] = self.layout.split_dirs
+        if self.layout.kind == "labels":
+            params["labels"] = str(self.layout.labels.resolve())
+        if self.layout.kind != "splits" or "val" not in self.layout.split_dirs:  # a split is computed here
             params |= {"val_fraction": self.val_fraction, "test_fraction": self.test_fraction, "seed": self.seed}
         if self.class_names != self.all_class_names:  # a subset (or another order): other files, other labels
             params["classes"] = list(self.class_names)
@@ -140,11 +154,26 @@ class ImageFolderDataModule(ArrayDataModule):
         """This module's cache folder: ``<cache_dir>/<root name>-<hash of cache_params()>``."""
         return self.cache_dir / f"{self.root.resolve().name}-{cache_key(self.cache_params())}"
 
+    def listing(self) -> Listing:
+        """Every split's files (of the kept classes, relabelled) and where each split came from."""
+        listing = list_sources(self.root, self.layout, self.val_fraction, self.test_fraction, self.seed)
+        listing.sources = self._keep_classes(listing.sources)
+        return listing
+
+    def _resolve_channels(self) -> int:
+        """``channels: auto``: 1 if every image's header says grey, else 3 (logged)."""
+        listing = self.listing()
+        paths = [self.root / f.path for files in listing.sources.values() for f in files]
+        channels, reason = channels_for(header_modes(paths))
+        rank_zero_info(f"data.channels: auto -> {channels}: {reason}")
+        return channels
+
     def load_or_build_cache(self) -> ImageCache:
         """List the files, then reuse the cache if it matches them, else build it (with a progress bar)."""
-        sources = self._keep_classes(
-            list_sources(self.root, self.layout, self.all_class_names, self.val_fraction, self.test_fraction, self.seed)
-        )
+        listing = self.listing()
+        sources = listing.sources
+        if listing.notes:
+            warnings.warn(f"data.root '{self.root}': {listing.notes}", stacklevel=2)
         params, folder = self.cache_params(), self.cache_folder()
         cache = load_cache(folder, params, sources)
         if cache is None:
@@ -165,6 +194,8 @@ class ImageFolderDataModule(ArrayDataModule):
                 f" != {self.class_names}; restart the run"
             )
         warn_skipped(self.root, folder, cache.skipped)
+        counts = {split: int(cache.manifest["splits"][split]["shape"][0]) for split in cache.splits}
+        rank_zero_info(listing.summary(counts))
         return cache
 
     def _keep_classes(self, sources: dict[str, list[SourceFile]]) -> dict[str, list[SourceFile]]:
@@ -210,9 +241,9 @@ class ImageFolderDataModule(ArrayDataModule):
     def test_dataloader(self) -> DataLoader:
         """The test split in order; without one (``root/{train,val}`` or ``test_fraction: 0``), the val split."""
         if self.test_set is None and self.val_set is not None:
-            warnings.warn(
-                f"data.root '{self.root}' has no test split: `test` evaluates the val split instead",
-                stacklevel=2,
+            rank_zero_info(
+                f"data.root '{self.root}' has no test split: testing on the val split (not a held-out score;"
+                ' metrics.json says "test_split": "val")'
             )
             return self._loader(self.val_set, "val")
         return super().test_dataloader()

@@ -24,6 +24,7 @@ import numpy as np
 
 from litstarter.deploy.backends import Backend, open_model
 from litstarter.io import atomic_write
+from litstarter.listing import Walker, file_problem, shown
 
 
 @dataclass
@@ -35,12 +36,14 @@ class Prediction:
     error: str = ""
 
 
-def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int]:
-    """Expand files and folders (recursively, sorted) into input files; return them and the hidden files skipped.
+def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int, list[str]]:
+    """Expand files and folders (recursively, sorted) into input files.
 
-    Every visible file is an input, whatever its extension: one that turns out not to be an image is reported
-    with the reason rather than dropped. Hidden files and folders (``.DS_Store``, ``.ipynb_checkpoints/``) are
-    skipped and counted.
+    Returns the files, the hidden files and folders skipped, and notes on folder links not followed and files
+    met twice (see :mod:`litstarter.listing`: each real folder and file once). Every visible file is an input,
+    whatever its extension or name, and so is a dangling link or a link loop: one that can't be read gets a
+    row with the reason rather than being dropped. Hidden files and folders (``.DS_Store``,
+    ``.ipynb_checkpoints/``) are skipped and counted.
 
     Raises:
         FileNotFoundError: If a path does not exist.
@@ -48,20 +51,23 @@ def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int]:
     """
     files: list[Path] = []
     hidden = 0
+    notes = []
     for raw in paths:
         path = Path(raw)
-        if path.is_file():
+        if path.is_dir():
+            walker = Walker(path)
+            found = walker.files(path)
+            hidden += walker.hidden
+            if walker.report():
+                notes.append(f"{shown(path)}: {walker.report()}")
+            if not found:
+                raise ValueError(f"--input folder {shown(path)} holds no (visible) files")
+            files.extend(f.path for f in found)
+        elif os.path.lexists(path):  # a file, or a dangling link / link loop reported in its row
             files.append(path)
-        elif path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file())
-            visible = [p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts)]
-            hidden += len(found) - len(visible)
-            if not visible:
-                raise ValueError(f"--input folder {path} holds no (visible) files")
-            files.extend(visible)
         else:
-            raise FileNotFoundError(f"--input not found: {path}")
-    return files, hidden
+            raise FileNotFoundError(f"--input not found: {shown(path)}")
+    return files, hidden, notes
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -89,14 +95,18 @@ def predict_files(backend: Backend, files: Sequence[Path], batch_size: int = 32,
         probs = iter(softmax(backend(np.stack(good)))) if good else iter(())
         for path, image, error in pending:
             if image is None:
-                yield Prediction(str(path), [], error)
+                yield Prediction(shown(path), [], shown(error))
                 continue
             p = next(probs)
             order = np.argsort(-p, kind="stable")[:k]
-            yield Prediction(str(path), [(contract.class_names[i], float(p[i])) for i in order])
+            yield Prediction(shown(path), [(contract.class_names[i], float(p[i])) for i in order])
         pending.clear()
 
     for path in files:
+        problem = file_problem(path)  # a dangling link, a link loop, a folder
+        if problem:
+            pending.append((path, None, problem))
+            continue
         try:
             pending.append((path, contract.load_image(path), ""))
         except Exception as err:  # any decode failure is reported per file, never fatal
@@ -116,10 +126,10 @@ def csv_header(topk: int) -> list[str]:
 
 
 def write_predictions(path: str | os.PathLike, predictions: Sequence[Prediction], topk: int) -> Path:
-    """Write the CSV atomically; a failed file has empty prediction cells and its ``error``."""
+    """Write the CSV (UTF-8) atomically; a failed file has empty prediction cells and its ``error``."""
 
     def write(tmp: Path) -> None:
-        with open(tmp, "w", newline="") as f:
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(csv_header(topk))
             for pred in predictions:
@@ -166,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        files, hidden = list_inputs(args.input)
+        files, hidden, notes = list_inputs(args.input)
         backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
     except (FileNotFoundError, ValueError) as err:
         print(f"litstarter infer: error: {err}", file=sys.stderr)
@@ -177,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = [p for p in predictions if p.error]
     for pred in failed:
         print(f"litstarter infer: {pred.file}: {pred.error}", file=sys.stderr)
+    for line in notes:
+        print(f"litstarter infer: {line}", file=sys.stderr)
     note = f"; skipped {hidden} hidden file(s)" if hidden else ""
     print(
         f"{len(predictions) - len(failed)} of {len(predictions)} file(s) predicted with {backend.path.name} "

@@ -1,0 +1,36 @@
+"""``data.channels: auto``: 1 channel when every image is grey, else 3, from the files' headers (no decoding)."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable
+
+from PIL import Image
+
+#: PIL modes of single-band (grey) images, with or without alpha.
+GREY_MODES = frozenset({"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "I;16N", "F"})
+
+
+def header_modes(paths: Iterable[str | os.PathLike]) -> Counter:
+    """How many files have each PIL mode, read from headers only (``Image.open`` is lazy); unreadable files
+    are left out here (the cache build reports them)."""
+    modes: Counter = Counter()
+    for path in paths:
+        try:
+            with Image.open(path) as image:
+                modes[image.mode] += 1
+        except Exception:  # noqa: BLE001 - a bad file is the cache build's to report, with on_bad_file
+            continue
+    return modes
+
+
+def channels_for(modes: Counter) -> tuple[int, str]:
+    """``(channels, reason)``: 1 when every readable image is grey, else 3 (also when none could be read)."""
+    counts = ", ".join(f"{mode} {n}" for mode, n in modes.most_common())
+    total = sum(modes.values())
+    if total and set(modes) <= GREY_MODES:
+        return 1, f"all {total} images are grey ({counts})"
+    if not total:
+        return 3, "no image header could be read"
+    return 3, f"not every image is grey ({counts})"
