@@ -281,6 +281,7 @@ class ImageClassifier(L.LightningModule):
                 hparams.backbone,
                 in_channels=hparams.in_channels,
                 weights=hparams.weights,
+                image_size=hparams.get("image_size"),
                 **(hparams.get("backbone_kwargs") or {}),
             )
             self.net.backbone.load_state_dict(pretrained.state_dict())  # the factory logged what it loaded

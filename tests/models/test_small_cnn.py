@@ -45,3 +45,34 @@ def test_classifier_normalization_round_trips_on_the_0_to_1_scale() -> None:
     assert mean == pytest.approx([0.1, 0.2, 0.3]) and std == pytest.approx([0.4, 0.5, 0.6])
     x = torch.full((1, 3, 2, 2), 0.2 * 255)
     assert net.normalize(x)[0, 1].abs().max() < 1e-5  # channel 1: (0.2 - 0.2) / 0.5
+
+
+@pytest.mark.parametrize(("size", "factor"), [((8, 8), 1), ((32, 32), 1), ((48, 40), 2), ((64, 64), 4), ((224, 96), 4)])
+def test_stem_downsamples_images_above_32_px_and_keeps_the_digits_path(size: tuple[int, int], factor: int) -> None:
+    backbone = create_backbone("small_cnn", in_channels=3, image_size=size)
+    assert backbone.stem_factor == factor
+    first_stage = backbone.stages[0]
+    x = torch.randn(2, 3, *size)
+    out = first_stage[1](first_stage[0](x))  # the stem and the stage's second conv, before its pooling
+    assert out.shape[-2:] == (-(-size[0] // factor), -(-size[1] // factor))
+    assert backbone(x).shape == (2, backbone.num_features)
+
+
+def test_stem_is_part_of_the_architecture_so_a_rebuilt_network_computes_the_same() -> None:
+    from litstarter.models.classifier import build_classifier
+
+    arch = {"backbone": "small_cnn", "num_classes": 3, "in_channels": 3, "image_size": [64, 64]}
+    torch.manual_seed(0)
+    net = build_classifier(arch).eval()
+    rebuilt = build_classifier(arch).eval()
+    rebuilt.load_state_dict(net.state_dict())
+    x = torch.rand(2, 3, 64, 64) * 255
+    assert torch.equal(net(x), rebuilt(x))
+    flat = build_classifier({**arch, "backbone_kwargs": {"stem": 1}}).eval()
+    flat.load_state_dict(net.state_dict())  # same weight shapes: only the recorded size tells the two apart
+    assert not torch.allclose(net(x), flat(x))
+
+
+def test_stem_rejects_a_factor_it_does_not_have() -> None:
+    with pytest.raises(ValueError, match="stem must be 1, 2, 4 or 'auto'; got 3"):
+        create_backbone("small_cnn", in_channels=3, stem=3)

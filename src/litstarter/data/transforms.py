@@ -28,13 +28,14 @@ class Augmentation:
     Args:
         crop_scale: Area range of the random resized crop, as fractions of the image; ``null`` turns it off.
         crop_ratio: Aspect-ratio range of the random resized crop.
-        hflip: Probability of a horizontal flip (0 turns it off; keep 0 for digits or text).
+        hflip: Probability of a horizontal flip. Off (0) by default: a mirrored digit, letter or scan is often
+            another class or none; 0.5 for photos where a mirror image shows the same class.
         color_jitter: Strength of brightness/contrast/saturation jitter, e.g. 0.2 for +-20%; 0 turns it off.
     """
 
     crop_scale: tuple[float, float] | None = (0.35, 1.0)
     crop_ratio: tuple[float, float] = (3 / 4, 4 / 3)
-    hflip: float = 0.5
+    hflip: float = 0.0
     color_jitter: float = 0.1
 
 

@@ -10,7 +10,8 @@ from torch import nn
 from litstarter.models.registry import create_backbone
 
 #: The ``ImageClassifier`` hyper-parameters that fix the network's shape (recorded so ``weights.pt`` can load).
-ARCHITECTURE_KEYS = ("backbone", "backbone_kwargs", "num_classes", "in_channels", "dropout")
+#: ``image_size`` is one of them: ``small_cnn``'s stem downsamples by a factor chosen from it.
+ARCHITECTURE_KEYS = ("backbone", "backbone_kwargs", "num_classes", "in_channels", "dropout", "image_size")
 
 
 def architecture_of(hparams: Mapping) -> dict:
@@ -90,7 +91,10 @@ def build_classifier(architecture: Mapping) -> Classifier:
         raise ValueError(f"architecture is missing {missing}; got keys {sorted(architecture)}")
     channels = int(architecture["in_channels"])
     backbone = create_backbone(
-        architecture["backbone"], in_channels=channels, **(architecture.get("backbone_kwargs") or {})
+        architecture["backbone"],
+        in_channels=channels,
+        image_size=architecture.get("image_size"),
+        **(architecture.get("backbone_kwargs") or {}),
     )
     return Classifier(
         backbone,

@@ -96,13 +96,21 @@ def _check_name(name: str) -> None:
         raise ValueError(f"unknown backbone {name!r}; expected one of {list_backbones()}")
 
 
-def create_backbone(name: str, in_channels: int = 3, weights: str | None = None, **kwargs) -> nn.Module:
+def create_backbone(
+    name: str,
+    in_channels: int = 3,
+    weights: str | None = None,
+    image_size: tuple[int, int] | None = None,
+    **kwargs,
+) -> nn.Module:
     """Build a registered backbone.
 
     Args:
         name: A name from :func:`list_backbones`.
         in_channels: Channels of the input images.
         weights: ``None`` (random init), a name from :func:`list_weights`, or a path to a weights file.
+        image_size: Input ``(height, width)``, passed on to factories that take an ``image_size`` argument
+            (``small_cnn`` sizes its stem by it); ignored by the others.
         **kwargs: Extra keyword arguments for that backbone's factory.
 
     Raises:
@@ -113,4 +121,7 @@ def create_backbone(name: str, in_channels: int = 3, weights: str | None = None,
     check_weights(name, weights)
     if weights is not None:
         kwargs["weights"] = weights
-    return _REGISTRY[name](in_channels=in_channels, **kwargs)
+    factory = _REGISTRY[name]
+    if image_size is not None and "image_size" in inspect.signature(factory).parameters:
+        kwargs["image_size"] = tuple(image_size)
+    return factory(in_channels=in_channels, **kwargs)

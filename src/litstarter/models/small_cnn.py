@@ -2,39 +2,75 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Literal
+
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from litstarter.models.registry import register_backbone
 
+#: Images with a side above this many pixels get a downsampling stem (``stem="auto"``).
+STEM_ABOVE = 32
 
-def conv_bn_relu(in_channels: int, out_channels: int) -> nn.Sequential:
+
+def conv_bn_relu(in_channels: int, out_channels: int, stride: int = 1) -> nn.Sequential:
     """3x3 convolution, batch norm, ReLU. The conv has no bias because BN adds one."""
     return nn.Sequential(
-        nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False),
+        nn.Conv2d(in_channels, out_channels, kernel_size=3, stride=stride, padding=1, bias=False),
         nn.BatchNorm2d(out_channels),
         nn.ReLU(inplace=True),
     )
 
 
+def stem_factor(image_size: Sequence[int] | None) -> int:
+    """The stem's downsampling for ``stem="auto"``: 1 up to 32 px, 2 below 64 px, 4 from 64 px (the shorter side).
+
+    Like an ImageNet network's stem (ResNet's takes 224 px to 56 px), it brings larger images down to a size
+    where the 3x3 stages see shapes rather than pixels, and it takes the first stage's cost down by the factor
+    squared. Small images (the 8x8 digits, 28 px MNIST, 32 px CIFAR) keep the full-resolution path.
+    """
+    if image_size is None:
+        return 1
+    side = min(int(s) for s in image_size)
+    return 1 if side <= STEM_ABOVE else 2 if side < 2 * STEM_ABOVE else 4
+
+
+def make_stem(in_channels: int, width: int, factor: int) -> nn.Sequential:
+    """The first conv-BN-ReLU, strided for ``factor`` 2 and 4, then 2x2 max pooling for 4.
+
+    The weights have the same shapes for every factor; the factor is part of the architecture (it follows
+    ``image_size``, which every checkpoint and export records).
+    """
+    if factor not in (1, 2, 4):
+        raise ValueError(f"small_cnn stem must be 1, 2, 4 or 'auto'; got {factor!r}")
+    layers = conv_bn_relu(in_channels, width, stride=1 if factor == 1 else 2)
+    if factor == 4:
+        layers.append(nn.MaxPool2d(2, ceil_mode=True))
+    return layers
+
+
 class SmallCNN(nn.Module):
     """Stages of two conv-BN-ReLU layers, each stage but the last followed by 2x2 max pooling.
 
-    The spatial size only needs to be at least ``2 ** (len(widths) - 1)``; global average pooling at the
-    end makes the feature width independent of the input size.
+    The first layer is the stem (:func:`make_stem`): at ``stem=1`` a plain conv-BN-ReLU, at 2 or 4 it also
+    downsamples. Global average pooling at the end makes the feature width independent of the input size.
 
     Args:
         in_channels: Channels of the input images (1 for grayscale, 3 for RGB).
         widths: Output channels of each stage.
+        stem: Downsampling of the first layer: 1 (none), 2, 4.
     """
 
-    def __init__(self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128)) -> None:
+    def __init__(self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128), stem: int = 1) -> None:
         super().__init__()
         stages = []
         prev = in_channels
+        self.stem_factor = stem
         for i, width in enumerate(widths):
-            layers = [conv_bn_relu(prev, width), conv_bn_relu(width, width)]
+            entry = make_stem(prev, width, stem) if i == 0 else conv_bn_relu(prev, width)
+            layers = [entry, conv_bn_relu(width, width)]
             if i < len(widths) - 1:
                 layers.append(nn.MaxPool2d(2, ceil_mode=True))
             stages.append(nn.Sequential(*layers))
@@ -82,6 +118,20 @@ class SmallCNN(nn.Module):
 
 
 @register_backbone("small_cnn")
-def small_cnn(in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128)) -> SmallCNN:
-    """The template's default backbone (about 0.3 M parameters with the default widths)."""
-    return SmallCNN(in_channels=in_channels, widths=widths)
+def small_cnn(
+    in_channels: int = 3,
+    widths: tuple[int, ...] = (32, 64, 128),
+    stem: int | Literal["auto"] = "auto",
+    image_size: Sequence[int] | None = None,
+) -> SmallCNN:
+    """The template's default backbone (about 0.3 M parameters with the default widths).
+
+    Args:
+        in_channels: Channels of the input images.
+        widths: Output channels of each stage.
+        stem: Downsampling of the first layer, 1, 2 or 4; ``"auto"`` picks it from ``image_size``
+            (:func:`stem_factor`: 1 up to 32 px, 2 below 64 px, 4 from 64 px).
+        image_size: Input ``(height, width)``; passed by :func:`~litstarter.models.registry.create_backbone`.
+    """
+    factor = stem_factor(image_size) if stem == "auto" else int(stem)
+    return SmallCNN(in_channels=in_channels, widths=widths, stem=factor)
