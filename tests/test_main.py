@@ -61,3 +61,14 @@ def test_help_and_typos_answer_without_importing_torch_or_lightning(argv: list[s
     assert "Traceback" not in proc.stderr
     for name in [*LIGHTNING_COMMANDS, *LIGHT_COMMANDS]:
         assert name in proc.stdout + proc.stderr
+
+
+def test_fit_start_does_not_import_what_only_some_runs_use() -> None:
+    """scikit-learn (digits only), ONNX and onnxscript (export only) are imported where they are used."""
+    probe = (
+        "import sys; from litstarter.cli import main; import litstarter.data, litstarter.callbacks; "
+        "print(sorted(m for m in ('sklearn', 'onnx', 'onnxscript', 'onnxruntime') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import lightning as L
 import torch
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_info
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from litstarter.io import atomic_write
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not when a fit starts
+    from matplotlib.figure import Figure
 
 # Above these sizes the cell counts, then the tick labels, become unreadable; the colours still tell.
 ANNOTATE_MAX_CLASSES = 20
@@ -34,6 +36,9 @@ def confusion_matrix_figure(matrix: torch.Tensor, class_names: Sequence[str], ti
     k = counts.shape[0]
     rates = counts.float() / counts.sum(dim=1, keepdim=True).clamp(min=1)
     size = min(4 + 0.4 * k, 16)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(size, size), dpi=100)
     FigureCanvasAgg(fig)  # the Agg (file-only) canvas: no display, no pyplot state
     ax = fig.add_subplot()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.class_subset import relabel, select_classes
@@ -63,6 +61,10 @@ class DigitsDataModule(ArrayDataModule):
     def splits(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """``{"train"|"val"|"test": (images (N, 1, 8, 8) uint8, labels (N,))}`` of the kept classes, computed once."""
         if self._splits is None:
+            # scikit-learn costs seconds to import: only a digits fit pays for it, and only here.
+            from sklearn.datasets import load_digits
+            from sklearn.model_selection import train_test_split
+
             digits = load_digits()
             # Pixel values are 0..16 counts; rescale to the 0..255 of every other image source.
             images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)[:, None]  # (N, 1, 8, 8)
