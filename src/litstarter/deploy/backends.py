@@ -146,10 +146,19 @@ def _resolve_contract(path: Path, contract: ModelContract | None, embedded: str 
     return sidecar
 
 
+# ORT's defaults, stated (benchmarks/inference.py reports them): every graph optimisation (constant folding,
+# fusions, QDQ pairs into integer kernels) and one op at a time, each op using the intra-op threads (parallel
+# execution of independent ops only pays for branchy graphs; ours are chains).
+ORT_OPTIMIZATION_LEVEL = "ORT_ENABLE_ALL"
+ORT_EXECUTION_MODE = "ORT_SEQUENTIAL"
+
+
 def _open_onnx(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, ORT_OPTIMIZATION_LEVEL)
+    options.execution_mode = getattr(ort.ExecutionMode, ORT_EXECUTION_MODE)
     if num_threads:
         options.intra_op_num_threads = num_threads
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
