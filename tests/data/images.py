@@ -91,3 +91,48 @@ def make_mixed_class_folder(root: Path, counts: dict[str, int], seed: int = 0) -
             path.parent.mkdir(parents=True, exist_ok=True)
             image.save(path)
     return root
+
+
+def write_digit_photos(
+    root: Path,
+    counts: dict[str, list[int]],
+    sizes: tuple[int, int] = (28, 64),
+    seed: int = 0,
+) -> Path:
+    """scikit-learn's 8x8 digits as photo-like files: ``root/<split>/<digit>/<i>.{jpg,png}`` (split ``""``: none).
+
+    Each image is a digit upscaled (bicubic) to a random side in ``sizes`` (height and width drawn apart), in a
+    random ink colour on a random background colour, with sensor-like noise, saved alternately as JPEG (quality
+    70-95) and PNG. ``counts[split][d]`` images of digit ``d`` per split; different splits draw different
+    source digits (disjoint while the 1,797 last, then reused with new colours, sizes and noise).
+    """
+    from sklearn.datasets import load_digits
+
+    rng = np.random.default_rng(seed)
+    digits = load_digits()
+    pools = {d: list(rng.permutation(np.flatnonzero(digits.target == d))) for d in range(10)}
+    for split, per_class in counts.items():
+        for d, n in enumerate(per_class):
+            for i in range(n):
+                source = pools[d].pop(0) if pools[d] else rng.choice(np.flatnonzero(digits.target == d))
+                path = root / split / str(d) / f"{split or 'digit'}_{d}_{i:04d}{'.jpg' if i % 2 else '.png'}"
+                _write_digit_photo(path, digits.images[source] / 16.0, sizes, rng)
+    return root
+
+
+def _write_digit_photo(path: Path, ink: np.ndarray, sizes: tuple[int, int], rng: np.random.Generator) -> None:
+    """One 8x8 ``ink`` map (0..1) as a coloured, noisy photo of a random size in ``sizes``."""
+    h, w = (int(s) for s in rng.integers(sizes[0], sizes[1] + 1, size=2))
+    big = Image.fromarray((ink * 255).astype(np.uint8)).resize((w, h), Image.Resampling.BICUBIC)
+    alpha = np.asarray(big, dtype=np.float64)[..., None] / 255.0  # (h, w, 1)
+    background = rng.uniform(0, 255, 3)
+    foreground = rng.uniform(0, 255, 3)
+    while np.abs(foreground - background).sum() < 200:  # keep the digit visible, as a photo of it would be
+        foreground = rng.uniform(0, 255, 3)
+    pixels = background * (1 - alpha) + foreground * alpha + rng.normal(0, 8, (h, w, 3))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8), "RGB")
+    if path.suffix == ".jpg":
+        image.save(path, quality=int(rng.integers(70, 96)))
+    else:
+        image.save(path)
