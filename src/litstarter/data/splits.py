@@ -78,6 +78,7 @@ def carve(
         if n_train < 1:
             too_few.append(f"class '{names[label]}' has {len(files)} image(s)")
             continue
+        files = sorted(files, key=lambda f: os.fsencode(f.path))  # a folder and a labels file carve alike
         order = np.random.default_rng([seed, label]).permutation(len(files))
         chosen = [files[i] for i in order]
         cuts = {"val": chosen[:n_val], "test": chosen[n_val : n_val + n_test], "train": chosen[n_val + n_test :]}
