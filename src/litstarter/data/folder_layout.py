@@ -133,6 +133,11 @@ def _list_classes(folder: Path, layout: Layout, walker: Walker, train: Path) -> 
     train's is an error naming the classes."""
     present = {d.name for d in _visible_dirs(folder)}
     missing, extra = sorted(set(layout.class_names) - present), sorted(present - set(layout.class_names))
+    if (missing or extra) and folder == train:
+        raise BadInputError(
+            f"the class folders of '{folder}' changed while the run started: {sorted(present)} now,"
+            f" {layout.class_names} before; restart the run"
+        )
     if missing or extra:
         what = [f"lacks class folder(s) {missing}"] if missing else []
         what += [f"has class folder(s) {extra} that '{train}' lacks"] if extra else []
