@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
+from litstarter import leftovers
 from litstarter.data import DigitsDataModule
 from litstarter.deploy import export, quantize
 from litstarter.deploy.backends import open_model
@@ -175,6 +178,24 @@ def test_default_out_is_the_runs_export_folder(digits_run, tmp_path):
     ckpt = shutil.copy(best_checkpoint(digits_run), run / "checkpoints")
     assert export.main(["--ckpt_path", str(ckpt), "--formats", "weights"]) == 0
     assert sorted(p.name for p in (run / "export").iterdir()) == [export.REPORT_NAME, SIDECAR_NAME, "weights.pt"]
+
+
+def test_export_removes_the_staging_folders_of_killed_exports(digits_run, tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    shutil.copy(digits_run / "config.yaml", run / "config.yaml")
+    ckpt = shutil.copy(best_checkpoint(digits_run), run / "checkpoints")
+    killed = subprocess.Popen([sys.executable, "-c", "pass"])
+    killed.wait()  # an export whose process is gone
+    host = leftovers.this_host()
+    dead = run / f".export.{killed.pid}@{host}.q1w2e3.staging"
+    foreign = run / ".export.4242@another-node.a1s2d3.staging"  # a live run elsewhere, maybe: kept for a day
+    for folder in (dead, foreign):
+        folder.mkdir()
+        (folder / "model.onnx").write_bytes(b"half an export")
+    assert export.main(["--ckpt_path", str(ckpt), "--formats", "weights"]) == 0
+    assert not dead.exists() and foreign.exists()
+    assert sorted(p.name for p in run.iterdir()) == [foreign.name, "checkpoints", "config.yaml", "export"]
 
 
 def test_default_out_and_config_sit_beside_a_checkpoint_outside_checkpoints(digits_run, tmp_path):

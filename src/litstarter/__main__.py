@@ -24,6 +24,7 @@ LIGHT_COMMANDS: dict[str, tuple[str, str] | str] = {
         "export a checkpoint to weights.pt, TorchScript, torch.export, ONNX and INT8 ONNX, each verified",
     ),
     "infer": ("litstarter.deploy.infer:main", "classify image files with a checkpoint or any exported model, to a CSV"),
+    "inspect": ("litstarter.data.inspect:main", "report an image folder: classes, splits, sizes, bad files, leaks"),
 }
 
 # LightningCLI's subcommands (``LightningCLI.subcommands()``; a test keeps the two equal), with our help lines.

@@ -66,12 +66,16 @@ class Found:
         size: Size in bytes (of the link itself when ``problem`` is set).
         mtime_ns: Modification time in ns (of the link itself when ``problem`` is set).
         problem: Why the file can't be read (see :func:`file_problem`), or ``None``.
+        ctime_ns: Status-change time in ns (0 when ``problem`` is set): unlike the mtime it can't be set back.
+        inode: Inode number (0 when ``problem`` is set): a file replaced by a rename gets a new one.
     """
 
     path: Path
     size: int
     mtime_ns: int
     problem: str | None = None
+    ctime_ns: int = 0
+    inode: int = 0
 
 
 @dataclass
@@ -161,7 +165,7 @@ class Walker:
             self.duplicates.append((path, self._seen_files[key]))
             return []
         self._seen_files[key] = path
-        return [Found(path, stat.st_size, stat.st_mtime_ns)]
+        return [Found(path, stat.st_size, stat.st_mtime_ns, ctime_ns=stat.st_ctime_ns, inode=stat.st_ino)]
 
     def report(self) -> str:
         """One sentence on the links not followed and the second names dropped; ``""`` when there are none."""

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import litstarter.data.cache as cache_module
+import litstarter.data.cache_build as cache_module
 from litstarter.data import ImageFolderDataModule
-from litstarter.data.cache import MANIFEST, MemmapImages, load_cache
+from litstarter.data.cache import MemmapImages, load_cache
+from litstarter.data.manifest import MANIFEST
 from litstarter.errors import BadInputError
 from litstarter.preprocess import load_image
 from tests.data.images import make_class_folder, write_image
@@ -26,7 +27,7 @@ def module(root: Path, cache_dir: Path, **kwargs) -> ImageFolderDataModule:
 
 
 def cached_files(dm: ImageFolderDataModule, split: str) -> list[str]:
-    return [f["path"] for f in dm.cache.manifest["splits"][split]["files"]]
+    return dm.cache.column(split, "path")
 
 
 def cached_pixels(dm: ImageFolderDataModule, rel: str) -> np.ndarray:
@@ -219,8 +220,11 @@ def test_a_killed_build_is_never_trusted(tmp_path: Path) -> None:
     assert child.exitcode == 3  # ... that is killed half-way through decoding
     # The old manifest and arrays are untouched and consistent, but describe files that changed: not trusted.
     sources = complete.listing().sources
-    assert (folder / MANIFEST).exists() and load_cache(folder, complete.cache_params(), sources) is None
-    assert list(folder.glob(".*.tmp"))  # the dead build's leftovers
+    leftovers = list(folder.glob(".*.tmp"))  # the dead build's, named for its pid and host
+    assert leftovers and all(f".{child.pid}@" in p.name for p in leftovers)
+    params = complete.cache_params()
+    assert (folder / MANIFEST).exists() and load_cache(folder, params, sources, complete.class_to_idx) is None
+    assert not list(folder.glob(".*.tmp"))  # the next run removed them: their process is gone
     rebuilt = module(root, tmp_path / "cache")
     rebuilt.prepare_data()
     assert not rebuilt.cache.reused
@@ -233,7 +237,7 @@ def test_builders_on_two_hosts_sharing_the_folder_never_clobber_each_other(tmp_p
     # whole build runs while node A is decoding its first file; A then finds B's cache complete and uses it.
     root = make_class_folder(tmp_path / "root", {"a": 4, "b": 4})
     real_decode, real_host = cache_module.try_load_image, socket.gethostname
-    token_a = f"{real_host()}-{os.getpid()}"
+    token_a = f"{os.getpid()}@{real_host()}"
     seen_tmp: list[str] = []
 
     def node_b_builds_midway(*args, **kwargs):
@@ -253,7 +257,7 @@ def test_builders_on_two_hosts_sharing_the_folder_never_clobber_each_other(tmp_p
     folder = node_a.cache_folder()
     assert not list(folder.glob(".*.tmp"))  # neither builder left (or lost) temporary files
     sources = node_a.listing().sources
-    assert load_cache(folder, node_a.cache_params(), sources) is not None
+    assert load_cache(folder, node_a.cache_params(), sources, node_a.class_to_idx) is not None
     monkeypatch.setattr(cache_module, "try_load_image", real_decode)
     for split in ("train", "val"):
         for rel in cached_files(node_a, split):
@@ -265,18 +269,18 @@ def test_a_damaged_cache_is_rebuilt(tmp_path: Path) -> None:
     root = make_class_folder(tmp_path / "root", {"a": 6, "b": 6})
     dm = module(root, tmp_path / "cache")
     dm.prepare_data()
-    folder, params = dm.cache_folder(), dm.cache_params()
+    folder, params, classes = dm.cache_folder(), dm.cache_params(), dm.class_to_idx
     sources = dm.listing().sources
-    assert load_cache(folder, params, sources) is not None
+    assert load_cache(folder, params, sources, classes) is not None
     with open(folder / "train.u8", "r+b") as f:  # a torn array file
         f.truncate(100)
-    assert load_cache(folder, params, sources) is None
+    assert load_cache(folder, params, sources, classes) is None
     dm2 = module(root, tmp_path / "cache")
     dm2.prepare_data()
     assert not dm2.cache.reused
     assert (folder / "train.u8").stat().st_size == int(np.prod(dm2.cache.images("train").shape))
     (folder / MANIFEST).write_text("{ not json")
-    assert load_cache(folder, params, sources) is None
+    assert load_cache(folder, params, sources, classes) is None
 
 
 def test_multi_process_build_equals_the_in_process_build(tmp_path: Path) -> None:

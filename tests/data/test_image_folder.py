@@ -13,8 +13,9 @@ import torch
 from torch.utils.data import SequentialSampler
 
 from litstarter.data import ImageFolderDataModule
-from litstarter.data.dataset import channel_stats
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler
+from litstarter.data.stats import channel_stats
+from litstarter.errors import UsageError
 from litstarter.task import ImageClassifier
 from tests.conftest import CONFIGS, DEFAULT_CONFIG, best_checkpoint, run_cli
 from tests.data.images import make_class_folder, make_imbalanced_folder, make_split_folder
@@ -113,7 +114,7 @@ def test_class_to_idx_travels_in_the_state_and_a_mismatch_on_resume_is_an_error(
     ],
 )
 def test_bad_arguments_name_the_key(three_classes: Path, tmp_path: Path, kwargs: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(UsageError, match=message):
         ImageFolderDataModule(str(three_classes), cache_dir=str(tmp_path), **kwargs)
 
 

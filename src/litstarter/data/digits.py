@@ -6,7 +6,8 @@ import numpy as np
 
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.class_subset import relabel, select_classes
-from litstarter.data.dataset import ArrayImageDataset, channel_stats
+from litstarter.data.dataset import ArrayImageDataset
+from litstarter.data.stats import channel_stats
 from litstarter.data.transforms import Augmentation
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from pathlib import Path
 from typing import Literal
@@ -10,21 +9,16 @@ from typing import Literal
 from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Sampler
 
-from litstarter.cores import available_cores
 from litstarter.data.base import ArrayDataModule
-from litstarter.data.cache import ImageCache, bad_files_error, build_cache, cache_key, load_cache, warn_skipped
-from litstarter.data.channels import channels_for, header_modes
-from litstarter.data.class_subset import select_classes
+from litstarter.data.cache import ImageCache
+from litstarter.data.cache_build import warn_skipped
+from litstarter.data.cached_folder import CachedImageFolder
 from litstarter.data.dataset import ArrayImageDataset
-from litstarter.data.folder_layout import Listing, SourceFile, detect_layout, list_sources
+from litstarter.data.leakage import warn_leakage
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
+from litstarter.data.splits import Listing
 from litstarter.data.transforms import Augmentation
-from litstarter.preprocess import as_size, cache_size_for
-
-#: Where caches go when ``cache_dir`` is not set (relative to the working directory, beside the runs).
-DEFAULT_CACHE_DIR = Path("runs") / "cache"
-#: Below this many files the cache is built in this process: starting decoder processes would cost more.
-MIN_FILES_FOR_WORKERS = 500
+from litstarter.errors import UsageError
 
 
 class ImageFolderDataModule(ArrayDataModule):
@@ -61,6 +55,8 @@ class ImageFolderDataModule(ArrayDataModule):
             already: pre-build it once with one process to save the work.
         cache_workers: Processes that decode while the cache is built; ``null``: every core for 500 files or
             more, else this process.
+        cache_verify: What a reuse checks of the cached arrays against their checksums: ``sample`` (the first,
+            the last and a few random blocks, within ~20 ms) or ``full`` (every block: reads the whole cache).
         on_bad_file: A file that cannot be decoded: ``error`` stops before training with one message listing
             every bad file; ``skip`` leaves them out, warns with the count and lists them in the manifest.
         mean: Per-channel mean (0..1 scale) to normalise with; ``null`` uses the train split's, from the cache.
@@ -85,6 +81,7 @@ class ImageFolderDataModule(ArrayDataModule):
         num_workers: int | None = None,
         cache_dir: str | None = None,
         cache_workers: int | None = None,
+        cache_verify: Literal["sample", "full"] = "sample",
         on_bad_file: Literal["error", "skip"] = "error",
         mean: list[float] | None = None,
         std: list[float] | None = None,
@@ -92,122 +89,53 @@ class ImageFolderDataModule(ArrayDataModule):
         classes: list[str | int] | None = None,
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
-        if channels not in (1, 3, "auto"):
-            raise ValueError(f"data.channels must be 1, 3 or auto, got {channels!r}")
-        if not 0 < val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
-            raise ValueError(
-                f"data.val_fraction={val_fraction} must be in (0, 1), data.test_fraction={test_fraction} in [0, 1),"
-                " and they must sum to less than 1"
-            )
         if sampler not in ("none", "weighted", "balanced"):
-            raise ValueError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
-        if on_bad_file not in ("error", "skip"):
-            raise ValueError(f"data.on_bad_file must be 'error' or 'skip', got {on_bad_file!r}")
-        if cache_workers is not None and cache_workers < 0:
-            raise ValueError(f"data.cache_workers must be >= 0 or null (auto), got {cache_workers}")
-        self.root = Path(root).expanduser()
-        self.labels = labels
-        self.image_size = as_size(image_size)
-        self.cache_size = cache_size_for(self.image_size)
-        self.val_fraction = val_fraction
-        self.test_fraction = test_fraction
+            raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
+        # The listing, the split and the cache, shared with `litstarter inspect` (which has no Lightning).
+        self.folder = CachedImageFolder(
+            root, labels, image_size, channels, val_fraction, test_fraction, cache_dir, cache_workers, cache_verify,
+            on_bad_file, seed, classes,
+        )  # fmt: skip
+        for name, value in (("mean", mean), ("std", std)):
+            if value is not None and len(value) != self.folder.channels:
+                raise UsageError(f"data.{name} has {len(value)} values but data.channels is {self.folder.channels}")
+        self.root, self.layout, self.channels = self.folder.root, self.folder.layout, self.folder.channels
+        self.image_size, self.cache_size = self.folder.image_size, self.folder.cache_size
+        self.class_names = self.folder.class_names
         self.sampler = sampler
         self.augmentation = augmentation
-        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else DEFAULT_CACHE_DIR
-        self.cache_workers = cache_workers
-        self.on_bad_file = on_bad_file
         self._mean, self._std = mean, std
-        # Needed now: the CLI links class_names and channels into the model at instantiation.
-        self.layout = detect_layout(self.root, labels)
-        self.all_class_names = self.layout.class_names
-        self.class_names = select_classes(self.all_class_names, classes, source=f"data.root '{self.root}'")
         self.cache: ImageCache | None = None
-        self.channels = self._resolve_channels() if channels == "auto" else channels
-        for name, value in (("mean", mean), ("std", std)):
-            if value is not None and len(value) != self.channels:
-                raise ValueError(f"data.{name} has {len(value)} values but data.channels is {self.channels}")
 
     @property
     def class_to_idx(self) -> dict[str, int]:
         """Class name -> label index (the kept class names in order); saved in the cache manifest and in checkpoints."""
-        return {name: i for i, name in enumerate(self.class_names)}
+        return self.folder.class_to_idx
 
     def cache_params(self) -> dict:
         """Everything that decides the cache's contents besides the files themselves."""
-        params = {
-            "root": str(self.root.resolve()),
-            "layout": self.layout.kind,
-            "channels": self.channels,
-            "cache_size": list(self.cache_size),
-        }
-        if self.layout.kind == "splits":
-            params["split_dirs"] = self.layout.split_dirs
-        if self.layout.kind == "labels":
-            params["labels"] = str(self.layout.labels.resolve())
-        if self.layout.kind != "splits" or "val" not in self.layout.split_dirs:  # a split is computed here
-            params |= {"val_fraction": self.val_fraction, "test_fraction": self.test_fraction, "seed": self.seed}
-        if self.class_names != self.all_class_names:  # a subset (or another order): other files, other labels
-            params["classes"] = list(self.class_names)
-        return params
+        return self.folder.cache_params()
 
     def cache_folder(self) -> Path:
         """This module's cache folder: ``<cache_dir>/<root name>-<hash of cache_params()>``."""
-        return self.cache_dir / f"{self.root.resolve().name}-{cache_key(self.cache_params())}"
+        return self.folder.cache_folder()
 
     def listing(self) -> Listing:
         """Every split's files (of the kept classes, relabelled) and where each split came from."""
-        listing = list_sources(self.root, self.layout, self.val_fraction, self.test_fraction, self.seed)
-        listing.sources = self._keep_classes(listing.sources)
-        return listing
-
-    def _resolve_channels(self) -> int:
-        """``channels: auto``: 1 if every image's header says grey, else 3 (logged)."""
-        listing = self.listing()
-        paths = [self.root / f.path for files in listing.sources.values() for f in files]
-        channels, reason = channels_for(header_modes(paths))
-        rank_zero_info(f"data.channels: auto -> {channels}: {reason}")
-        return channels
+        return self.folder.listing()
 
     def load_or_build_cache(self) -> ImageCache:
-        """List the files, then reuse the cache if it matches them, else build it (with a progress bar)."""
+        """List the files, reuse the cache if it matches them, else build it; warn about what was left out and
+        about images found in more than one split; print the layout line."""
         listing = self.listing()
-        sources = listing.sources
         if listing.notes:
             warnings.warn(f"data.root '{self.root}': {listing.notes}", stacklevel=2)
-        params, folder = self.cache_params(), self.cache_folder()
-        cache = load_cache(folder, params, sources)
-        if cache is None:
-            total = sum(len(files) for files in sources.values())
-            workers = self.cache_workers
-            if workers is None:
-                workers = available_cores() if total >= MIN_FILES_FOR_WORKERS else 0
-            rank_zero_info(f"Building the image cache for {total} files in {folder} ({max(workers, 1)} process(es))")
-            cache = build_cache(
-                folder, self.root, params, sources, self.class_to_idx, self.channels, self.cache_size,
-                on_bad_file=self.on_bad_file, workers=workers,
-            )  # fmt: skip
-        elif cache.skipped and self.on_bad_file == "error":
-            raise bad_files_error(self.root, cache.skipped)
-        if cache.manifest["class_to_idx"] != self.class_to_idx:  # a class folder appeared since __init__
-            raise ValueError(
-                f"the class folders of '{self.root}' changed while loading: {list(cache.manifest['class_to_idx'])}"
-                f" != {self.class_names}; restart the run"
-            )
-        warn_skipped(self.root, folder, cache.skipped)
+        cache = self.folder.load_or_build(listing)
+        warn_skipped(self.root, cache.folder, cache.skipped)
+        warn_leakage(cache)
         counts = {split: int(cache.manifest["splits"][split]["shape"][0]) for split in cache.splits}
         rank_zero_info(listing.summary(counts))
         return cache
-
-    def _keep_classes(self, sources: dict[str, list[SourceFile]]) -> dict[str, list[SourceFile]]:
-        """The files of ``class_names`` only, relabelled to their index there (listed and split with all classes,
-        so a class's split does not depend on which others are kept)."""
-        if self.class_names == self.all_class_names:
-            return sources
-        new_label = {self.all_class_names.index(name): i for i, name in enumerate(self.class_names)}
-        return {
-            split: [dataclasses.replace(f, label=new_label[f.label]) for f in files if f.label in new_label]
-            for split, files in sources.items()
-        }
 
     def prepare_data(self) -> None:
         """Build the cache if needed. Lightning calls this on one process per node; the others wait."""

@@ -40,17 +40,22 @@ class SourceFile:
         label: Class index.
         size: Size in bytes when listed (of the link itself for a file that can't be read).
         mtime_ns: Modification time (ns) when listed.
+        ctime_ns: Status-change time (ns) when listed: unlike the mtime it cannot be set back (``cp -p``).
+        inode: Inode number when listed: a file replaced by a rename (``rsync -a``) gets a new one.
     """
 
     path: str
     label: int
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
+    inode: int = 0
 
 
 def source_file(root: Path, found: Found, label: int) -> SourceFile:
     """A :class:`SourceFile` relative to ``root`` (a file outside ``root`` keeps a ``../`` path)."""
-    return SourceFile(Path(os.path.relpath(found.path, root)).as_posix(), label, found.size, found.mtime_ns)
+    path = Path(os.path.relpath(found.path, root)).as_posix()
+    return SourceFile(path, label, found.size, found.mtime_ns, found.ctime_ns, found.inode)
 
 
 def split_counts(n: int, val_fraction: float, test_fraction: float) -> tuple[int, int, int]:

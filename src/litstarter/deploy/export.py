@@ -17,6 +17,7 @@ and the ONNX, TorchScript and pt2 files embed the same JSON. The export is built
 from __future__ import annotations
 
 import argparse
+import glob
 import io
 import os
 import shutil
@@ -37,6 +38,7 @@ from litstarter.deploy.contract import EMBEDDED_KEY, SIDECAR_NAME, ModelContract
 from litstarter.deploy.quantize import quantize_int8
 from litstarter.deploy.verify import ArtifactRejected, Tolerances, compare, format_report, run_batches
 from litstarter.io import atomic_write, write_json
+from litstarter.leftovers import owner_tag, remove_stale
 from litstarter.models import Classifier
 from litstarter.models.classifier import architecture_of
 from litstarter.models.weights import classifier_from_checkpoint
@@ -298,8 +300,10 @@ def export_checkpoint(
     artifacts: dict[str, dict] = {}
     out.parent.mkdir(parents=True, exist_ok=True)
     # The export is built in a staging folder beside `out` and moved in only once complete: a failure or a kill
-    # part-way leaves `out` as it was.
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
+    # part-way leaves `out` as it was. Its name carries our pid and host, so the next export removes what a
+    # killed one left (litstarter.leftovers has the rule).
+    remove_stale(out.parent.glob(f".{glob.escape(out.name)}.*.staging"))
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.{owner_tag()}.", suffix=".staging", dir=out.parent))
     try:
         for fmt in ordered:
             name, kind = FORMATS[fmt]
