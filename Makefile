@@ -29,12 +29,12 @@ test: $(STAMP) ## Run the whole test suite
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff check + format check
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 
 format: $(STAMP) ## Apply ruff fixes and formatting
-	$(BIN)/ruff check --fix src tests benchmarks
-	$(BIN)/ruff format src tests benchmarks
+	$(BIN)/ruff check --fix src tests benchmarks examples
+	$(BIN)/ruff format src tests benchmarks examples
 
 tensorboard: $(STAMP) ## Serve the TensorBoard logs under runs/
 	$(BIN)/tensorboard --logdir runs

@@ -13,6 +13,7 @@ from litstarter.task import ImageClassifier
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text()
+DOCS = {path.relative_to(REPO).as_posix(): path.read_text() for path in sorted((REPO / "docs").glob("*.md"))}
 
 PRACTICES = [
     "AMP",
@@ -30,6 +31,7 @@ PRACTICES = [
     "export and verification",
     "quantization",
     "inference",
+    "serving",
     "fine-tuning",
     "DDP",
     "FSDP",
@@ -90,3 +92,32 @@ def test_quick_start_is_the_two_make_commands() -> None:
 def test_every_config_named_in_the_readme_exists() -> None:
     for path in sorted(set(re.findall(r"configs/[\w/-]+\.yaml", README))):
         assert (REPO / path).exists(), f"README names {path}, which does not exist"
+
+
+@pytest.mark.parametrize("name", ["README.md", *DOCS])
+def test_paths_named_in_the_docs_exist(name: str) -> None:
+    text = README if name == "README.md" else DOCS[name]
+    for path in sorted(set(re.findall(r"(?:docs|examples|benchmarks|scripts)/[\w./-]+\.(?:md|py|sh|sbatch)", text))):
+        assert (REPO / path).exists(), f"{name} names {path}, which does not exist"
+
+
+def test_readme_links_every_docs_page() -> None:
+    for name in DOCS:
+        assert f"]({name})" in README, f"README does not link {name}"
+
+
+@pytest.mark.parametrize("name", ["README.md", *DOCS])
+def test_serve_options_and_routes_in_the_docs_exist(name: str) -> None:
+    from litstarter.deploy.serve import build_parser
+
+    text = README if name == "README.md" else DOCS[name]
+    options = {a for action in build_parser()._actions for a in action.option_strings}
+    commands = re.findall(r"litstarter serve ([^`\n]*)", text)
+    cited = {o for command in commands for o in re.findall(r"(--\w+)", command)}
+    if name == "docs/serving.md":  # the page explains options in prose too: `--max_batch_size 1`
+        cited |= set(re.findall(r"`(--\w+)", text))
+        assert {"--max_batch_size", "--batch_timeout", "--workers", "--request_timeout"} <= cited
+    assert cited <= options, f"{name} cites litstarter serve options that do not exist: {sorted(cited - options)}"
+    app = (REPO / "src" / "litstarter" / "deploy" / "serve_app.py").read_text()
+    for method, route in set(re.findall(r"`(GET|POST) (/\w+)", text)):
+        assert f'Route("{route}", ' in app and f'methods=["{method}"]' in app, f"{name} names {method} {route}"

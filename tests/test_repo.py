@@ -35,7 +35,8 @@ def test_github_workflows_pass_actionlint() -> None:
 
 def test_ruff_reports_nothing() -> None:
     ruff = _tool("ruff")
-    for args in (["check", "src", "tests", "benchmarks"], ["format", "--check", "src", "tests", "benchmarks"]):
+    paths = ["src", "tests", "benchmarks", "examples"]
+    for args in (["check", *paths], ["format", "--check", *paths]):
         proc = subprocess.run([ruff, *args], cwd=REPO, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, f"ruff {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
 

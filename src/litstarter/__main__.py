@@ -25,6 +25,10 @@ LIGHT_COMMANDS: dict[str, tuple[str, str] | str] = {
     ),
     "infer": ("litstarter.deploy.infer:main", "classify image files with a checkpoint or any exported model, to a CSV"),
     "inspect": ("litstarter.data.inspect:main", "report an image folder: classes, splits, sizes, bad files, leaks"),
+    "serve": (
+        "litstarter.deploy.serve:main",
+        "answer HTTP requests with a checkpoint or any exported model, batching them on the server",
+    ),
 }
 
 # LightningCLI's subcommands (``LightningCLI.subcommands()``; a test keeps the two equal), with our help lines.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import BinaryIO
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -89,13 +90,30 @@ def resize_center_crop(image: Image.Image, size: tuple[int, int]) -> Image.Image
     return image.crop((left, top, left + target_w, top + target_h))
 
 
-def load_image(path: str | os.PathLike, channels: int, size: tuple[int, int]) -> np.ndarray:
-    """Decode ``path`` and return a ``(C, H, W)`` uint8 array of exactly ``size``.
+class ImageTooLarge(ValueError):
+    """An image with more pixels than allowed: refused from its header, before anything is decoded."""
+
+
+def load_image(
+    path: str | os.PathLike | BinaryIO, channels: int, size: tuple[int, int], max_pixels: int | None = None
+) -> np.ndarray:
+    """Decode ``path`` (a file name or a binary file object) and return a ``(C, H, W)`` uint8 array of ``size``.
+
+    Args:
+        path: The image file, or a binary file object holding its bytes (e.g. an HTTP request body).
+        channels: 1 (``L``) or 3 (``RGB``).
+        size: ``(height, width)`` to resize and centre-crop to.
+        max_pixels: Refuse an image whose width x height is larger (a decompression bomb), from its header.
 
     Raises:
+        ImageTooLarge: If the image has more than ``max_pixels`` pixels.
         OSError / ValueError: if the file cannot be decoded (corrupt, truncated, empty, not an image).
     """
     with Image.open(path) as image:
+        if max_pixels is not None and image.width * image.height > max_pixels:
+            raise ImageTooLarge(
+                f"{image.width}x{image.height} is {image.width * image.height} pixels, over the limit of {max_pixels}"
+            )
         image.load()  # force a full decode now: truncated files fail here, not later in a worker
         image = ImageOps.exif_transpose(image)
         image = resize_center_crop(convert_mode(image, channels), size)

@@ -20,6 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -100,13 +101,18 @@ class ModelContract:
         """The Pillow mode images are converted to: ``L`` or ``RGB``."""
         return "L" if self.channels == 1 else "RGB"
 
-    def load_image(self, path: str | os.PathLike) -> np.ndarray:
+    def load_image(self, path: str | os.PathLike | BinaryIO, max_pixels: int | None = None) -> np.ndarray:
         """Decode one file into the model's input: ``(C, H, W)`` uint8, exactly the eval view of training.
+
+        Args:
+            path: The image file, or a binary file object holding its bytes.
+            max_pixels: Refuse larger images (:class:`~litstarter.preprocess.ImageTooLarge`) before decoding them.
 
         Raises:
             OSError / ValueError: If the file cannot be decoded.
         """
-        return center_crop_array(load_image(path, self.channels, self.resize_size), self.image_size)
+        image = load_image(path, self.channels, self.resize_size, max_pixels)
+        return center_crop_array(image, self.image_size)
 
     def to_dict(self) -> dict:
         """The JSON-ready form written to ``model.json``."""

@@ -1,0 +1,216 @@
+"""`litstarter serve` under load: dynamic batching against no batching, side by side in one run.
+
+    .venv/bin/python benchmarks/serve.py [--requests 400] [--rounds 3] [--concurrency 1 8 32]
+
+Exports a randomly initialised ``resnet18`` (3 x 64 x 64, 10 classes) to ONNX the way ``litstarter export``
+does, then starts two servers on loopback: one with ``--max_batch_size 32`` and one with ``--max_batch_size 1``
+(no batching), both with ``--batch_timeout 0``. A closed-loop client keeps ``concurrency`` requests in flight
+(each connection sends its next request as soon as its answer arrives) until ``--requests`` have been answered,
+always the same 64 x 64 JPEG as a raw ``image/jpeg`` body. Rounds interleave the two servers, so a busy
+neighbour on a shared machine slows both alike; the table shows the median round.
+
+Printed per concurrency and server: requests per second, p50 and p99 latency, and the client's share of the
+CPU time (client / (client + server)): client and server share the machine's cores, so a client that eats
+half of them caps what the server can show. Targets: at concurrency 32, batching gives >= 1.5x the requests
+per second of no batching; at concurrency 1, batching's p50 is within 1.3x of no batching's.
+
+The client is a few lines of asyncio on raw HTTP/1.1 keep-alive connections rather than httpx: a heavier
+client would take the CPU the server needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import itertools
+import json
+import os
+import re
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+REPO = Path(__file__).resolve().parents[1]
+READY = re.compile(r" on http://([\d.]+):(\d+) ")
+IMAGE_SIZE = 64
+
+
+def export_resnet18(path: Path) -> None:
+    """``resnet18`` (random init) with a 10-class head, 3 x 64 x 64 uint8 in, to ONNX with its contract embedded."""
+    import torch
+
+    from litstarter.deploy.contract import ModelContract
+    from litstarter.deploy.export import write_onnx
+    from litstarter.models.classifier import build_classifier
+
+    architecture = {"backbone": "resnet18", "backbone_kwargs": {}, "num_classes": 10, "in_channels": 3, "dropout": 0}
+    net = build_classifier(architecture).eval()
+    contract = ModelContract(
+        class_names=[f"class_{i}" for i in range(10)],
+        channels=3,
+        image_size=(IMAGE_SIZE, IMAGE_SIZE),
+        resize_size=(IMAGE_SIZE, IMAGE_SIZE),
+        mean=[0.5] * 3,
+        std=[0.25] * 3,
+        architecture=architecture,
+    )
+    example = torch.zeros(2, 3, IMAGE_SIZE, IMAGE_SIZE, dtype=torch.uint8)
+    write_onnx(net, path, contract, example)
+
+
+def jpeg_request(host: str, port: int) -> bytes:
+    """One whole ``POST /predict`` request: a 64 x 64 JPEG of smooth random colours, as raw bytes."""
+    rng = np.random.default_rng(0)
+    small = Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8))
+    buffer = io.BytesIO()
+    small.resize((IMAGE_SIZE, IMAGE_SIZE), Image.Resampling.BILINEAR).save(buffer, format="JPEG", quality=90)
+    body = buffer.getvalue()
+    head = (
+        f"POST /predict HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: image/jpeg\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+async def closed_loop(host: str, port: int, request: bytes, concurrency: int, total: int) -> list[float]:
+    """Keep ``concurrency`` requests in flight until ``total`` are answered; return each one's latency (s)."""
+    counter = itertools.count()
+    latencies: list[float] = []
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            while next(counter) < total:
+                started = time.perf_counter()
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+                body = await reader.readexactly(length)
+                latencies.append(time.perf_counter() - started)
+                if not head.startswith(b"HTTP/1.1 200"):
+                    raise RuntimeError(f"the server answered {head.splitlines()[0]!r}: {body[:200]!r}")
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(connection() for _ in range(concurrency)))
+    return latencies
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def start_server(model: Path, max_batch_size: int) -> tuple[subprocess.Popen, str, int]:
+    """``litstarter serve`` on a free loopback port; returns the process, host and port once it is ready."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "litstarter", "serve", "--model", str(model), "--port", "0"]
+        + ["--max_batch_size", str(max_batch_size), "--batch_timeout", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    for line in proc.stdout:
+        match = READY.search(line)
+        if match:
+            return proc, match.group(1), int(match.group(2))
+    raise RuntimeError(f"the server (max_batch_size {max_batch_size}) did not start")
+
+
+def batches(host: str, port: int) -> tuple[int, int]:
+    """``(batches run, images in them)`` so far, from the server's ``/stats``."""
+    with urllib.request.urlopen(f"http://{host}:{port}/stats", timeout=30) as response:
+        stats = json.load(response)["batches"]
+    return stats["count"], stats["images"]
+
+
+def measure(server: tuple[subprocess.Popen, str, int], request: bytes, concurrency: int, total: int) -> dict:
+    proc, host, port = server
+    batches_before = batches(host, port)
+    client_before, server_before, started = own_cpu_seconds(), cpu_seconds(proc.pid), time.perf_counter()
+    latencies = asyncio.run(closed_loop(host, port, request, concurrency, total))
+    wall = time.perf_counter() - started
+    client = own_cpu_seconds() - client_before
+    served = cpu_seconds(proc.pid) - server_before
+    latencies.sort()
+    count, images = (after - before for after, before in zip(batches(host, port), batches_before, strict=True))
+    return {
+        "mean_batch": images / max(count, 1),
+        "rps": total / wall,
+        "p50_ms": 1000 * latencies[len(latencies) // 2],
+        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "client_share": client / max(client + served, 1e-9),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=400, help="Requests per measurement.")
+    parser.add_argument("--rounds", type=int, default=3, help="Interleaved rounds; the median is shown.")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "model.onnx"
+        export_resnet18(model)
+        servers = {size: start_server(model, size) for size in (32, 1)}
+        try:
+            request = {size: jpeg_request(host, port) for size, (_, host, port) in servers.items()}
+            for size, server in servers.items():  # warm up: thread pools, allocator, ORT's first runs
+                measure(server, request[size], 8, 100)
+            runs: dict[tuple[int, int], list[dict]] = {}
+            for _ in range(args.rounds):
+                for concurrency in args.concurrency:
+                    for size, server in servers.items():
+                        runs.setdefault((concurrency, size), []).append(
+                            measure(server, request[size], concurrency, args.requests)
+                        )
+        finally:
+            for proc, _, _ in servers.values():
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(60)
+
+    def median(concurrency: int, size: int, key: str) -> float:
+        return statistics.median(run[key] for run in runs[(concurrency, size)])
+
+    print(
+        f"resnet18, ONNX Runtime, {IMAGE_SIZE}x{IMAGE_SIZE} JPEG bodies, {args.requests} requests per cell, "
+        f"median of {args.rounds} rounds, {os.cpu_count()} cores shared by client and server"
+    )
+    print(
+        f"{'concurrency':>11}  {'max_batch_size':>14}  {'req/s':>7}  {'p50 ms':>7}  {'p99 ms':>7}  "
+        f"{'mean batch':>10}  {'client CPU':>10}"
+    )
+    for concurrency in args.concurrency:
+        for size in (32, 1):
+            print(
+                f"{concurrency:>11}  {size:>14}  {median(concurrency, size, 'rps'):>7.1f}  "
+                f"{median(concurrency, size, 'p50_ms'):>7.2f}  {median(concurrency, size, 'p99_ms'):>7.2f}  "
+                f"{median(concurrency, size, 'mean_batch'):>10.1f}  "
+                f"{100 * median(concurrency, size, 'client_share'):>9.0f}%"
+            )
+    top, low = max(args.concurrency), min(args.concurrency)
+    speedup = median(top, 32, "rps") / median(top, 1, "rps")
+    lone = median(low, 32, "p50_ms") / median(low, 1, "p50_ms")
+    print(f"concurrency {top}: batching gives {speedup:.2f}x the requests/s of no batching (target >= 1.5)")
+    print(f"concurrency {low}: batching's p50 is {lone:.2f}x no batching's (target <= 1.3)")
+
+
+if __name__ == "__main__":
+    main()
