@@ -230,6 +230,7 @@ def test_concurrent_requests_are_batched(server, image_files, infer_rows):
         sizes.subtract(before)
         ran = {int(size): n for size, n in sizes.items() if n}
         assert sum(size * n for size, n in ran.items()) == 16
+        print(f"16 concurrent requests ran as batches {ran} (size: count)")
         assert max(ran) > 1 and max(ran) <= 8, ran
 
 
@@ -272,6 +273,7 @@ def test_a_thousand_bad_requests_leave_it_healthy(server, image_files, infer_row
         grown = tree_rss(server.proc.pid) - baseline
         assert client.get("/health").status_code == 200
         assert_same_as_infer(post_file(client, image_files[0], as_json=True), infer_rows[image_files[0].name])
+    print(f"1,000 bad requests: resident memory {baseline / 2**20:.1f} MB -> grew {grown / 2**20:.2f} MB")
     assert grown < 50 * 2**20, f"resident memory grew {grown / 2**20:.1f} MB over 1,000 bad requests"
     assert sum(statuses.values()) == 1000 and not [s for s in statuses if s < 400 or s >= 500]
 

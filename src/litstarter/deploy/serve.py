@@ -178,6 +178,7 @@ def serve(backends: Sequence[Backend], options: ServeOptions, sock: socket.socke
     from litstarter.deploy.serve_app import create_app
 
     host, port = sock.getsockname()[:2]
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
     backend = backends[0]
     c = backend.contract
 
@@ -208,7 +209,8 @@ def serve(backends: Sequence[Backend], options: ServeOptions, sock: socket.socke
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     stats = app.state.serve.summary(app.state.batcher)
-    by_status = ", ".join(f"{k}: {v}" for k, v in stats["requests"]["by_status"].items()) or "none"
+    by_status = ", ".join(f"{k}: {v}" for k, v in stats["requests"]["by_status"].items())
+    sizes = ", ".join(f"{k}: {v}" for k, v in stats["batches"]["sizes"].items())
     drained = (
         f"{server.signal_name}: drained {server.in_flight_at_signal} request(s) in flight; "
         if server.signal_name
@@ -216,7 +218,7 @@ def serve(backends: Sequence[Backend], options: ServeOptions, sock: socket.socke
     )
     print(
         f"litstarter serve: stopped. {drained}{stats['requests']['received']} request(s) received, "
-        f"answered by status {{{by_status}}}; batch sizes {stats['batches']['sizes']}",
+        f"answered by status {{{by_status}}}; batches by size {{{sizes}}}",
         flush=True,
     )
 
