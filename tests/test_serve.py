@@ -10,6 +10,8 @@ import base64
 import io
 import json
 import socket
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -222,3 +224,11 @@ def test_usage_errors_are_one_line(tmp_path, capsys):
         busy.listen()
         assert main(["serve", "--model", str(onnx), "--port", str(busy.getsockname()[1])]) == 2
         assert "cannot listen on 127.0.0.1:" in capsys.readouterr().err
+
+
+def test_the_server_modules_import_no_torch():
+    modules = ["serve", "serve_app", "serve_request", "serve_options", "batcher"]
+    script = "import sys\n" + "".join(f"import litstarter.deploy.{m}\n" for m in modules)
+    script += "print(sorted(m for m in ('torch', 'torchvision', 'lightning') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
