@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="litstarter serve",
         description="Serve a checkpoint or an exported model over HTTP: POST /predict, GET /health, /info, /stats.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--model", required=True, help="A .ckpt, weights.pt, model.ts, model.pt2 or .onnx file.")
     parser.add_argument("--host", default="127.0.0.1", help="Address to listen on; 0.0.0.0 for every interface.")
@@ -228,6 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = options_from(args)
     require_serve_extra()
+    if Path(args.model).is_dir():
+        raise UsageError(
+            f"--model {args.model} is a folder; give the model file in it, e.g. {Path(args.model) / 'model.onnx'}"
+        )
     if not Path(args.model).is_file():
         raise UsageError(f"--model not found: {args.model}")
     sock = bind(args.host, args.port)  # before loading: a busy port fails at once, not after a slow load
