@@ -34,15 +34,19 @@ from litstarter.deploy.backends import Backend
 from litstarter.deploy.batcher import DynamicBatcher
 from litstarter.deploy.infer import softmax
 from litstarter.deploy.serve_options import ServeOptions
-from litstarter.deploy.serve_request import RequestError, check_content_type, decode_image, image_bytes
+from litstarter.deploy.serve_request import (
+    DISCARD_LIMIT,
+    DISCARD_SECONDS,
+    Body,
+    RequestError,
+    check_content_type,
+    decode_image,
+    image_bytes,
+)
 
 logger = logging.getLogger("litstarter.deploy.serve")
 
 REPORT_NAME = "export_report.json"  # written by litstarter export beside the artifacts
-#: A refused body is read to its end (so the client gets the answer) if at most this much of it is left...
-DISCARD_LIMIT = 8 * 1024 * 1024
-#: ... and it arrives within this many seconds; otherwise the connection is closed after the answer.
-DISCARD_SECONDS = 5.0
 
 
 class ServerState:
@@ -130,47 +134,79 @@ def error(status: int, message: str, close: bool = False) -> JSONResponse:
     return JSONResponse({"error": message}, status, headers={"Connection": "close"} if close else None)
 
 
-class Body:
-    """A request body read through its ASGI ``receive``, so that a refused one can still be read to its end.
+class Routes:
+    """The route handlers, sharing the model, the batcher and the counters.
 
-    Answering before the client has sent its whole body and then closing makes the kernel reset the connection,
-    and the client may never see the answer. So a refused body is read and dropped (up to :data:`DISCARD_LIMIT`)
-    before the answer goes out.
+    Args:
+        backends: The loaded model, once per worker.
+        options: Batching, limits and the deadline.
     """
 
-    def __init__(self, request: Request) -> None:
-        self._receive = request.receive
-        self.ended = False
+    def __init__(self, backends: Sequence[Backend], options: ServeOptions) -> None:
+        self.backend = backends[0]
+        self.contract = self.backend.contract
+        self.options = options
+        k = min(options.topk, self.contract.num_classes)
 
-    async def _chunks(self):
-        while not self.ended:
-            message = await self._receive()
-            if message["type"] == "http.disconnect":
-                raise RequestError(400, "the client disconnected before the body ended")
-            self.ended = not message.get("more_body", False)
-            yield message.get("body", b"")
+        def worker(model: Backend) -> Callable[[np.ndarray], list]:
+            return lambda images: top_predictions(model(images), self.contract.class_names, k)
 
-    async def read(self, max_bytes: int) -> bytes:
-        """The whole body, refused (413) as soon as it is known to be over ``max_bytes``."""
-        chunks, size = [], 0
-        async for chunk in self._chunks():
-            size += len(chunk)
-            if size > max_bytes:
-                raise RequestError(413, f"the body is over the limit of {max_bytes} bytes (--max_bytes)")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        self.batcher = DynamicBatcher([worker(b) for b in backends], options.max_batch_size, options.batch_timeout)
+        self.state = ServerState()
+        self.info_body = {"model": model_info(self.backend), "server": asdict(options)}
 
-    async def discard(self, limit: int) -> bool:
-        """Read and drop the rest of the body, up to ``limit`` bytes; whether it ended."""
-        size = 0
+    async def predict(self, request: Request) -> JSONResponse:
+        """``POST /predict``: one image in, its top-k out; every failure is this request's alone."""
+        self.state.received += 1
+        self.state.in_flight += 1
+        body = Body(request.receive)
         try:
-            async for chunk in self._chunks():
-                size += len(chunk)
-                if size > limit:
-                    return False
-        except RequestError:
-            return False
-        return True
+            response = await asyncio.wait_for(self._answer(request, body), self.options.request_timeout)
+        except RequestError as err:
+            response = await self._refuse(body, err.status, err.message)
+        except asyncio.TimeoutError:
+            late = f"no answer within --request_timeout {self.options.request_timeout:g} s"
+            response = error(504, late, close=True)  # the body may be half read
+        except Exception as err:  # the model failed on this request's batch: a server error, logged in full
+            logger.exception("the model failed on a batch")
+            reason = str(err).splitlines()[0] if str(err) else ""
+            response = error(500, f"the model failed: {type(err).__name__}: {reason}")
+        finally:
+            self.state.in_flight -= 1
+        self.state.by_status[response.status_code] += 1
+        return response
+
+    async def _answer(self, request: Request, body: Body) -> JSONResponse:
+        kind = check_content_type(request.headers.get("content-type"))
+        declared, limit = request.headers.get("content-length", ""), self.options.max_bytes
+        if declared.isdigit() and int(declared) > limit:
+            raise RequestError(413, f"the body is {declared} bytes, over the limit of {limit} (--max_bytes)")
+        data = image_bytes(kind, await body.read(limit))
+        image = await run_in_threadpool(decode_image, data, self.contract, self.options.max_pixels)  # (C, H, W)
+        return JSONResponse({"predictions": await self.batcher.submit(image)})
+
+    async def _refuse(self, body: Body, status: int, message: str) -> JSONResponse:
+        try:
+            ended = await asyncio.wait_for(body.discard(DISCARD_LIMIT), DISCARD_SECONDS)
+        except asyncio.TimeoutError:
+            ended = False
+        return error(status, message, close=not ended)
+
+    async def health(self, request: Request) -> JSONResponse:
+        """``GET /health``: 200 once the workers run; 503 while starting or draining."""
+        if self.state.draining:
+            return JSONResponse({"status": "draining"}, 503)
+        if not self.batcher.running:
+            return JSONResponse({"status": "starting"}, 503)
+        return JSONResponse({"status": "ok", "model": self.backend.path.name})
+
+    async def info(self, request: Request) -> JSONResponse:
+        """``GET /info``: the model's contract, the artifact and its verification; the server's options."""
+        return JSONResponse(self.info_body)
+
+    async def stats(self, request: Request) -> JSONResponse:
+        """``GET /stats``: requests by status and in flight, and the histogram of batch sizes."""
+        return JSONResponse(self.state.summary(self.batcher))
 
 
 def create_app(
@@ -178,92 +214,34 @@ def create_app(
 ) -> Starlette:
     """The Starlette app serving ``backends`` (one per model worker, all of the same model).
 
+    ``app.state.serve`` holds the counters (:class:`ServerState`), ``app.state.batcher`` the batcher.
+
     Args:
         backends: The loaded model, once per worker.
         options: Batching, limits and the deadline.
         on_ready: Called once the workers are started (``litstarter serve`` prints its "listening" line there).
     """
-    backend = backends[0]
-    contract = backend.contract
-    k = min(options.topk, contract.num_classes)
-
-    def worker(model: Backend) -> Callable[[np.ndarray], list]:
-        return lambda images: top_predictions(model(images), contract.class_names, k)
-
-    batcher = DynamicBatcher([worker(b) for b in backends], options.max_batch_size, options.batch_timeout)
-    state = ServerState()
-    info = {"model": model_info(backend), "server": asdict(options)}
-
-    async def answer(request: Request, body: Body) -> JSONResponse:
-        kind = check_content_type(request.headers.get("content-type"))
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > options.max_bytes:
-            raise RequestError(
-                413, f"the body is {declared} bytes, over the limit of {options.max_bytes} (--max_bytes)"
-            )
-        data = image_bytes(kind, await body.read(options.max_bytes))
-        image = await run_in_threadpool(decode_image, data, contract, options.max_pixels)  # (C, H, W) uint8
-        return JSONResponse({"predictions": await batcher.submit(image)})
-
-    async def refuse(body: Body, status: int, message: str) -> JSONResponse:
-        try:
-            ended = await asyncio.wait_for(body.discard(DISCARD_LIMIT), DISCARD_SECONDS)
-        except asyncio.TimeoutError:
-            ended = False
-        return error(status, message, close=not ended)
-
-    async def predict(request: Request) -> JSONResponse:
-        state.received += 1
-        state.in_flight += 1
-        body = Body(request)
-        try:
-            response = await asyncio.wait_for(answer(request, body), options.request_timeout)
-        except RequestError as err:
-            response = await refuse(body, err.status, err.message)
-        except asyncio.TimeoutError:
-            response = error(504, f"no answer within --request_timeout {options.request_timeout:g} s", close=True)
-        except Exception as err:  # the model failed on this request's batch: a server error, logged in full
-            logger.exception("the model failed on a batch")
-            response = error(
-                500, f"the model failed: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-            )
-        finally:
-            state.in_flight -= 1
-        state.by_status[response.status_code] += 1
-        return response
-
-    async def health(request: Request) -> JSONResponse:
-        if state.draining:
-            return JSONResponse({"status": "draining"}, 503)
-        if not batcher.running:
-            return JSONResponse({"status": "starting"}, 503)
-        return JSONResponse({"status": "ok", "model": backend.path.name})
-
-    async def show_info(request: Request) -> JSONResponse:
-        return JSONResponse(info)
-
-    async def stats(request: Request) -> JSONResponse:
-        return JSONResponse(state.summary(batcher))
+    routes = Routes(backends, options)
 
     @asynccontextmanager
     async def lifespan(app: Starlette):
-        await batcher.start()
+        await routes.batcher.start()
         if on_ready is not None:
             on_ready()
         try:
             yield
         finally:
-            await batcher.stop()
+            await routes.batcher.stop()
 
     app = Starlette(
         routes=[
-            Route("/predict", predict, methods=["POST"]),
-            Route("/health", health, methods=["GET"]),
-            Route("/info", show_info, methods=["GET"]),
-            Route("/stats", stats, methods=["GET"]),
+            Route("/predict", routes.predict, methods=["POST"]),
+            Route("/health", routes.health, methods=["GET"]),
+            Route("/info", routes.info, methods=["GET"]),
+            Route("/stats", routes.stats, methods=["GET"]),
         ],
         lifespan=lifespan,
     )
-    app.state.serve = state
-    app.state.batcher = batcher
+    app.state.serve = routes.state
+    app.state.batcher = routes.batcher
     return app

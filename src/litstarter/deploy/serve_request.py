@@ -10,6 +10,9 @@ joined. Torch-free (numpy + Pillow): serving an ONNX model never imports torch.
 | the body is empty, not JSON, has no ``"image"`` string, or the string is not base64 | 400 |
 | the bytes are not an image Pillow can read, or a truncated one | 400 |
 | the body is over ``--max_bytes``, or the image over ``--max_pixels`` (a decompression bomb) | 413 |
+
+:class:`Body` reads the body with its limit, and reads a refused one to its end so that the client sees the
+answer rather than a reset connection.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import base64
 import binascii
 import io
 import json
+from collections.abc import Awaitable, Callable
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -26,6 +30,10 @@ from litstarter.deploy.contract import ModelContract
 from litstarter.preprocess import ImageTooLarge
 
 JSON_TYPE = "application/json"
+#: A refused body is read to its end (so the client gets the answer) if at most this much of it is left...
+DISCARD_LIMIT = 8 * 1024 * 1024
+#: ... and it arrives within this many seconds; otherwise the connection is closed after the answer.
+DISCARD_SECONDS = 5.0
 EXPECTED_BODY = 'send image bytes as Content-Type: image/*, or {"image": "<base64>"} as Content-Type: application/json'
 
 
@@ -105,3 +113,49 @@ def decode_image(data: bytes, contract: ModelContract, max_pixels: int) -> np.nd
     except Exception as err:  # noqa: BLE001 - any decode failure (truncated, corrupt) is this request's own fault
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise RequestError(400, f"the image cannot be decoded: {reason}") from None
+
+
+class Body:
+    """A request body read through its ASGI ``receive``, so that a refused one can still be read to its end.
+
+    Args:
+        receive: The request's ASGI ``receive`` (``starlette.requests.Request.receive``).
+
+    Answering before the client has sent its whole body and then closing makes the kernel reset the connection,
+    and the client may never see the answer. So a refused body is read and dropped (up to :data:`DISCARD_LIMIT`)
+    before the answer goes out.
+    """
+
+    def __init__(self, receive: Callable[[], Awaitable[dict]]) -> None:
+        self._receive = receive
+        self.ended = False
+
+    async def _chunks(self):
+        while not self.ended:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                raise RequestError(400, "the client disconnected before the body ended")
+            self.ended = not message.get("more_body", False)
+            yield message.get("body", b"")
+
+    async def read(self, max_bytes: int) -> bytes:
+        """The whole body, refused (413) as soon as it is known to be over ``max_bytes``."""
+        chunks, size = [], 0
+        async for chunk in self._chunks():
+            size += len(chunk)
+            if size > max_bytes:
+                raise RequestError(413, f"the body is over the limit of {max_bytes} bytes (--max_bytes)")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def discard(self, limit: int) -> bool:
+        """Read and drop the rest of the body, up to ``limit`` bytes; whether it ended."""
+        size = 0
+        try:
+            async for chunk in self._chunks():
+                size += len(chunk)
+                if size > limit:
+                    return False
+        except RequestError:
+            return False
+        return True
