@@ -11,7 +11,8 @@ neighbour on a shared machine slows both alike; the table shows the median round
 
 Printed per concurrency and server: requests per second, p50 and p99 latency, and the client's share of the
 CPU time (client / (client + server)): client and server share the machine's cores, so a client that eats
-half of them caps what the server can show. Targets: at concurrency 32, batching gives >= 1.5x the requests
+half of them caps what the server can show. The model alone (no HTTP) is timed at batch 1 and 32 first: its
+own gain from batching is the ceiling for the server's. Targets: at concurrency 32, batching gives >= 1.5x the requests
 per second of no batching; at concurrency 1, batching's p50 is within 1.3x of no batching's.
 
 The client is a few lines of asyncio on raw HTTP/1.1 keep-alive connections rather than httpx: a heavier
@@ -66,6 +67,29 @@ def export_resnet18(path: Path) -> None:
     )
     example = torch.zeros(2, 3, IMAGE_SIZE, IMAGE_SIZE, dtype=torch.uint8)
     write_onnx(net, path, contract, example)
+
+
+def model_alone(model: Path, seconds: float = 3.0) -> dict[int, float]:
+    """Milliseconds per image of the model alone (no HTTP) at batch 1 and 32, with the server's thread count.
+
+    Batching cannot give the server more than the model's own gain from batch 1 to batch 32; this shows that
+    ceiling, measured in the same run.
+    """
+    from litstarter.cores import available_cores
+    from litstarter.deploy.backends import open_model
+
+    backend = open_model(model, num_threads=available_cores())  # what `litstarter serve --workers 1` uses
+    per_image = {}
+    for size in (1, 32):
+        images = np.random.default_rng(0).integers(0, 255, (size, 3, IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
+        backend(images)
+        times, started = [], time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            tick = time.perf_counter()
+            backend(images)
+            times.append(time.perf_counter() - tick)
+        per_image[size] = 1000 * statistics.median(times) / size
+    return per_image
 
 
 def jpeg_request(host: str, port: int) -> bytes:
@@ -169,6 +193,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "model.onnx"
         export_resnet18(model)
+        alone = model_alone(model)
         servers = {size: start_server(model, size) for size in (32, 1)}
         try:
             request = {size: jpeg_request(host, port) for size, (_, host, port) in servers.items()}
@@ -208,6 +233,10 @@ def main() -> None:
     top, low = max(args.concurrency), min(args.concurrency)
     speedup = median(top, 32, "rps") / median(top, 1, "rps")
     lone = median(low, 32, "p50_ms") / median(low, 1, "p50_ms")
+    print(
+        f"the model alone (no HTTP): {alone[1]:.2f} ms/image at batch 1, {alone[32]:.2f} at batch 32: "
+        f"batching can give at most {alone[1] / alone[32]:.2f}x on this machine"
+    )
     print(f"concurrency {top}: batching gives {speedup:.2f}x the requests/s of no batching (target >= 1.5)")
     print(f"concurrency {low}: batching's p50 is {lone:.2f}x no batching's (target <= 1.3)")
 
