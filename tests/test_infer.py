@@ -300,7 +300,7 @@ def test_image_folder_model(tmp_path):
     dm = ImageFolderDataModule(str(root), image_size=16, cache_dir=str(tmp_path), num_workers=0)
     dm.setup("fit")
     dm.setup("test")
-    files = [root / f["path"] for f in dm.cache.manifest["splits"]["test"]["files"]]
+    files = [root / path for path in dm.cache.column("test", "path")]
     served = np.stack([np.asarray(dm.test_set[i][0]) for i in range(len(files))])
     np.testing.assert_array_equal(np.stack([backend.contract.load_image(f) for f in files]), served)
     by_file = {r["file"]: r["pred"] for r in rows}

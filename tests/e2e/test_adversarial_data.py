@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from litstarter.__main__ import main as litstarter_main
+from litstarter.data.manifest import as_records
 from litstarter.deploy import infer
 from tests.conftest import CONFIGS, DEFAULT_CONFIG, run_litstarter
 from tests.data.images import make_mixed_class_folder, write_image
@@ -56,7 +57,7 @@ def test_link_loops_dont_multiply_the_data_and_bad_names_are_skipped_under_skip(
     assert "Traceback" not in proc.stderr
     (manifest_path,) = (tmp_path / "cache").glob("*/manifest.json")
     manifest = json.loads(manifest_path.read_text())
-    files = [(f["path"], f["label"]) for split in manifest["splits"].values() for f in split["files"]]
+    files = [(f["path"], f["label"]) for split in manifest["splits"].values() for f in as_records(split["files"])]
     # 18 images + the one with the odd name: nothing through the links, nothing twice, every label its folder's.
     assert len(files) == len({p for p, _ in files}) == 19
     assert sorted({p.split("/")[0] for p, _ in files}) == ["a", "b", "c"]

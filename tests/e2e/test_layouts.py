@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from litstarter.data.manifest import as_records
 from tests.conftest import CONFIGS, DEFAULT_CONFIG, run_cli, run_litstarter
 from tests.data.images import make_mixed_class_folder, write_image
 
@@ -33,7 +34,7 @@ def fit_args(root: Path, tmp_path: Path, name: str, *extra: str, epochs: int = 1
 def split_files(cli) -> dict[str, list[tuple[str, int]]]:
     """``{split: [(path, label)]}`` as cached."""
     manifest = cli.datamodule.cache.manifest
-    return {s: [(f["path"], f["label"]) for f in e["files"]] for s, e in manifest["splits"].items()}
+    return {s: [(f["path"], f["label"]) for f in as_records(e["files"])] for s, e in manifest["splits"].items()}
 
 
 def build(root: Path, splits: dict[str, dict[str, int]], grey: bool = False) -> Path:
