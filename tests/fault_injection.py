@@ -75,3 +75,21 @@ class DumpRankMetrics(L.Callback):
         }
         Path(self.folder).mkdir(parents=True, exist_ok=True)
         (Path(self.folder) / f"rank{trainer.global_rank}.json").write_text(json.dumps(data))
+
+
+class MakeCheckpointsReadOnly(L.Callback):
+    """When epoch ``epoch`` starts, make the run's checkpoint folder read-only (``chmod 555``).
+
+    Run the process without root's override rights (``setpriv --bounding-set=-dac_override,...``): the next
+    checkpoint save then fails with a PermissionError, which Lightning's atomic save swallows.
+
+    Args:
+        epoch: The epoch at whose start the folder turns read-only.
+    """
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        if trainer.current_epoch == self.epoch and trainer.is_global_zero:
+            os.chmod(trainer.checkpoint_callback.dirpath, 0o555)

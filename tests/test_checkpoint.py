@@ -43,7 +43,7 @@ def test_pickle_that_would_run_code_is_refused(malicious, tmp_path, capsys):
     marker, (ckpt, weights) = malicious
     with pytest.raises(CheckpointError, match="refusing to load .*evil.ckpt"):
         load_torch_file(ckpt)
-    assert export.main(["--ckpt_path", str(ckpt)]) == 2
+    assert export.main(["--ckpt_path", str(ckpt)]) == 1  # a file that could run code: an unusable model file
     assert "refusing to load" in capsys.readouterr().err
     # A valid sidecar beside it, so that infer gets as far as loading the weights file.
     hparams = {
@@ -58,7 +58,7 @@ def test_pickle_that_would_run_code_is_refused(malicious, tmp_path, capsys):
     contract = ModelContract.from_hparams(hparams, [0.5], [0.25], architecture=architecture_of(hparams))
     (weights.parent / "model.json").write_text(json.dumps(contract.to_dict()))
     args = ["--input", str(weights.parent), "--output", str(tmp_path / "p.csv")]
-    assert infer.main(["--model", str(weights), *args]) == 2
+    assert infer.main(["--model", str(weights), *args]) == 1
     assert "refusing to load" in capsys.readouterr().err
     assert not marker.exists()  # the command in the pickle never ran
 

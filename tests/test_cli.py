@@ -49,7 +49,9 @@ def test_wrong_type_fails_at_parse_time_naming_the_key(capsys) -> None:
 
 def test_missing_checkpoint_path_names_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope" / "last.ckpt"
-    with pytest.raises(FileNotFoundError, match=str(missing)):
+    from litstarter.errors import UsageError
+
+    with pytest.raises(UsageError, match=f"--ckpt_path '{missing}' does not exist"):
         run_cli(
             [
                 "test",

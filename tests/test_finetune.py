@@ -180,7 +180,7 @@ def test_init_from_an_unrelated_file_is_a_clear_error(tmp_path: Path) -> None:
     source = _checkpoint(tmp_path, ImageClassifier(num_classes=3, in_channels=1))  # small_cnn
     other_arch = ImageClassifier(backbone="resnet18", num_classes=3, in_channels=1, init_from=str(source))
     with pytest.raises(
-        CheckpointError, match=r"No tensor of init_from .*trained with backbone 'small_cnn'.*model.backbone"
+        CheckpointError, match=r"No weight tensor of init_from .*trained with backbone 'small_cnn'.*model.backbone"
     ):
         other_arch.load_initial_weights()
     del other_arch

@@ -8,7 +8,17 @@ from pathlib import Path
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
+from litstarter.callbacks.check_checkpoints_written import CheckCheckpointsWritten
+from litstarter.callbacks.share_run_version import ShareRunVersion
 from litstarter.data.base import ArrayDataModule, stored_image_size
+from litstarter.run_checks import (
+    check_accelerator_present,
+    check_checkpoint_file,
+    check_checkpoint_fits,
+    num_classes_of,
+    turn_off_sync_batchnorm_on_cpu,
+)
+from litstarter.run_claim import claim_run_directory, end_claim
 from litstarter.task import ImageClassifier
 
 
@@ -19,8 +29,9 @@ class LitStarterCLI(LightningCLI):
         """Link what the data owns into the model, and add ``test_after_fit``."""
         # The data module knows its classes, channels and size; nobody should type them twice.
         # apply_on="instantiate": read from the data module object after it is built.
+        # num_classes through a check: data with one class is the data's error, not model.num_classes'.
+        parser.link_arguments("data", "model.num_classes", compute_fn=num_classes_of, apply_on="instantiate")
         for source, target in [
-            ("num_classes", "num_classes"),
             ("channels", "in_channels"),
             ("image_size", "image_size"),
             ("class_names", "class_names"),
@@ -35,21 +46,51 @@ class LitStarterCLI(LightningCLI):
             help="After `fit`, test the best checkpoint (ModelCheckpoint's `best_model_path`).",
         )
 
+    def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
+        """Parse, then check ``--ckpt_path`` before LightningCLI reads hyper-parameters from it."""
+        super().parse_arguments(parser, args)
+        subcommand = self.config.get("subcommand")
+        if subcommand:
+            check_checkpoint_file(self.config[subcommand].get("ckpt_path"))
+
     def before_instantiate_classes(self) -> None:
         """Show litstarter's own log lines (e.g. a backbone's stem adapted to the channels) as Lightning's show;
         point a resumed fit's logger at the run directory its checkpoint came from."""
         show_litstarter_logs()
         config = self.config[self.subcommand] if self.subcommand else self.config
+        check_accelerator_present(config)
         fall_back_to_fp16_without_bf16(config)
+        turn_off_sync_batchnorm_on_cpu(config)
         if self.subcommand == "fit" and resume_in_the_checkpoints_run(config):
             # Keep the run's original config.yaml (it has no ckpt_path); the resume's own goes beside it.
             self.save_config_kwargs["config_filename"] = "config.resume.yaml"
+        if self.subcommand in ("fit", "validate", "test"):
+            claim_run_directory(config)  # two runs with the same logger name never share a folder
+
+    def instantiate_trainer(self, **kwargs):
+        """The configured Trainer, plus the callbacks every run needs whatever the config lists: each rank uses
+        rank 0's run folder; a fit stops when its checkpoints cannot be written."""
+        trainer = super().instantiate_trainer(**kwargs)
+        trainer.callbacks.extend([ShareRunVersion(), CheckCheckpointsWritten()])
+        return trainer
+
+    def before_fit(self) -> None:
+        """Check ``--ckpt_path`` (a resume) before Lightning reads it."""
+        check_checkpoint_fits(self.config_value("ckpt_path"), self.model)
+
+    before_validate = before_test = before_predict = before_fit
 
     def after_fit(self) -> None:
         """Test the best checkpoint on the test split, unless ``test_after_fit: false``."""
         if not self.config_value("test_after_fit"):
             return
         if self.trainer.interrupted:
+            return
+        if self.trainer.max_epochs == 0:
+            logging.getLogger("litstarter").warning(
+                "trainer.max_epochs=0: nothing was trained, so test-after-fit is skipped (it would score random"
+                " weights); no metrics.json is written"
+            )
             return
         ckpt = "best" if getattr(self.trainer.checkpoint_callback, "best_model_path", "") else None
         self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt)
@@ -119,11 +160,14 @@ def show_litstarter_logs(level: int = logging.INFO) -> None:
 
 def main(args: list[str] | None = None) -> LitStarterCLI:
     """Run the CLI. ``args=None`` reads ``sys.argv[1:]``."""
-    return LitStarterCLI(
-        ImageClassifier,
-        ArrayDataModule,
-        subclass_mode_data=True,
-        save_config_kwargs={"overwrite": True},
-        auto_configure_optimizers=False,  # the task owns its optimiser; see model.optimizer
-        args=args,
-    )
+    try:
+        return LitStarterCLI(
+            ImageClassifier,
+            ArrayDataModule,
+            subclass_mode_data=True,
+            save_config_kwargs={"overwrite": True},
+            auto_configure_optimizers=False,  # the task owns its optimiser; see model.optimizer
+            args=args,
+        )
+    finally:
+        end_claim()  # a run that stopped before writing leaves no empty version folder

@@ -57,18 +57,71 @@ def want_traceback() -> bool:
     return os.environ.get(TRACEBACK_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
-def report(subcommand: str, err: UserError) -> int:
+def report(subcommand: str, err: UserError, show_traceback: bool = True) -> int:
     """Print ``litstarter <subcommand>: error: <message>`` (and the traceback if asked for); return the exit code."""
-    if want_traceback():
+    if show_traceback and want_traceback():
         traceback.print_exception(type(err), err, err.__traceback__)
     message = str(err).strip() or type(err).__name__
     print(f"litstarter {subcommand}: error: {message}", file=sys.stderr)
     return err.exit_code
 
 
+#: Built-in exceptions that our own checks raise for a bad value or path (``raise ValueError(f"data.root ...")``).
+#: Raised by a ``raise`` statement in litstarter's code they are a sentence for the user; raised anywhere else
+#: (torch, a failing ``int(...)`` in our code) they are bugs and keep their traceback.
+CHECK_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _chain(err: BaseException) -> list[BaseException]:
+    """``err`` and the exceptions it was raised from (``__cause__``, else ``__context__``), outermost first."""
+    chain: list[BaseException] = []
+    while err is not None and all(err is not seen for seen in chain):
+        chain.append(err)
+        err = err.__cause__ or err.__context__
+    return chain
+
+
+def _raised_by_our_check(err: BaseException) -> bool:
+    """Whether ``err`` comes straight from a ``raise`` statement in litstarter's own source."""
+    if not isinstance(err, CHECK_ERRORS) or err.__traceback__ is None:
+        return False
+    last = traceback.extract_tb(err.__traceback__)[-1]
+    in_package = os.path.abspath(last.filename).startswith(_PACKAGE_DIR + os.sep)
+    return in_package and (last.line or "").lstrip().startswith("raise")
+
+
+def user_error_in(err: BaseException) -> UserError | None:
+    """The user's mistake behind ``err``, or ``None`` for a bug.
+
+    LightningCLI and jsonargparse wrap what a class raises while it is built from the config (jsonargparse's
+    "Does not validate against any of the Union subtypes" ``ValueError`` has the real error as its cause), so
+    the whole chain is searched, innermost first: a :class:`UserError`, or one of :data:`CHECK_ERRORS` raised by
+    a check of ours (a bad config value or path: a :class:`UsageError` with its message), or a
+    ``PermissionError`` on a named file (anywhere: Lightning removing an old checkpoint from a read-only folder).
+    """
+    chain = _chain(err)
+    for inner in reversed(chain):
+        if isinstance(inner, UserError):
+            return inner
+    for inner in reversed(chain):
+        if _raised_by_our_check(inner):
+            return UsageError(str(inner))
+    for inner in reversed(chain):
+        if isinstance(inner, PermissionError) and inner.filename:  # a folder the user may not write, never a bug
+            return UsageError(f"permission denied: '{inner.filename}' ({inner.strerror}); fix its permissions")
+    return None
+
+
 def run_reporting(subcommand: str, func: Callable[[], int | None]) -> int:
-    """Call ``func``; a :class:`UserError` anywhere inside becomes one line on stderr and its exit code."""
+    """Call ``func``; a user's mistake anywhere inside (see :func:`user_error_in`) becomes one line on stderr
+    and its exit code. Anything else propagates with its traceback."""
     try:
         return int(func() or 0)
-    except UserError as err:
-        return report(subcommand, err)
+    except Exception as err:
+        user_error = user_error_in(err)
+        if user_error is None:
+            raise
+        if want_traceback():
+            traceback.print_exception(type(err), err, err.__traceback__)
+        return report(subcommand, user_error, show_traceback=False)

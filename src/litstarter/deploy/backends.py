@@ -19,6 +19,7 @@ import contextlib
 import io
 import os
 import warnings
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,9 +27,18 @@ import numpy as np
 
 from litstarter.deploy.artifact_safety import check_pt2, require_trust
 from litstarter.deploy.contract import EMBEDDED_KEY, SIDECAR_NAME, ContractError, ModelContract, read_sidecar
+from litstarter.errors import BadInputError
 
 #: File suffix -> backend kind.
 KINDS = {".ckpt": "checkpoint", ".pt": "weights", ".ts": "torchscript", ".pt2": "exported", ".onnx": "onnx"}
+#: Backend kind -> what the file should be, for messages.
+KIND_NAMES = {
+    "checkpoint": "a Lightning checkpoint",
+    "weights": "a state_dict",
+    "torchscript": "a TorchScript archive",
+    "exported": "a torch.export archive",
+    "onnx": "an ONNX model",
+}
 
 TORCHSCRIPT_NOTE = (
     "TorchScript is deprecated since torch 2.10 and torch.jit warns on every call; litstarter still writes and "
@@ -125,14 +135,70 @@ def open_model(
     if kind == "torchscript":
         require_trust(path, "a TorchScript archive is a program that torch.jit.load compiles and runs", trust_model)
     if kind == "exported":
-        return _open_exported(path, contract, num_threads, trust_model)
-    loader = {
-        "onnx": _open_onnx,
-        "checkpoint": _open_checkpoint,
-        "weights": _open_weights,
-        "torchscript": _open_torchscript,
-    }
-    return loader[kind](path, contract, num_threads)
+        backend = _open_exported(path, contract, num_threads, trust_model)
+    else:
+        loader = {
+            "onnx": _open_onnx,
+            "checkpoint": _open_checkpoint,
+            "weights": _open_weights,
+            "torchscript": _open_torchscript,
+        }
+        backend = loader[kind](path, contract, num_threads)
+    check_contract_fits(backend)
+    return backend
+
+
+@contextlib.contextmanager
+def _loading(path: Path, kind: str) -> Iterator[None]:
+    """Turn the runtime's failure to parse a model file (a truncated or corrupt file, another format under this
+    suffix) into one sentence naming the file. Wraps only the runtime's own load call."""
+    try:
+        yield
+    except Exception as err:
+        reason = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+        raise BadInputError(
+            f"cannot load {path} as {KIND_NAMES[kind]}: {reason[:300]}. The file is corrupt, truncated or not what"
+            " its suffix says; export it again with `litstarter export`"
+        ) from err
+
+
+def check_contract_fits(backend: Backend) -> None:
+    """Check the contract against the loaded model's real input and output shapes, before any file is read.
+
+    A contract that disagrees with its model (5 class names for 10 logits, channels 3 for a 1-channel model, an
+    ``image_size`` other than the one the model was trained at) would otherwise fail after all the decoding, or
+    predict silently with the wrong preprocessing. One forward pass of a zero batch of the contract's shape.
+
+    Raises:
+        ContractError: Naming the contract field that does not fit.
+    """
+    c, path = backend.contract, backend.path
+    where = f"the contract of {path.name} ({SIDECAR_NAME} or the copy embedded in the file)"
+    trained_at = c.architecture.get("image_size")
+    if trained_at is not None and list(trained_at) != list(c.image_size):
+        raise ContractError(
+            f"{where}: preprocessing.image_size is {list(c.image_size)}, but the model was trained at"
+            f" {list(trained_at)} (architecture.image_size)"
+        )
+    if c.architecture.get("in_channels") not in (None, c.channels):
+        raise ContractError(
+            f"{where}: input.shape gives {c.channels} channel(s), but the model takes"
+            f" {c.architecture['in_channels']} (architecture.in_channels)"
+        )
+    probe = np.zeros((2, c.channels, *c.image_size), dtype=np.uint8)
+    try:
+        logits = backend(probe)
+    except Exception as err:
+        reason = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+        raise ContractError(
+            f"{where}: the model does not take images of {c.channels} channel(s) at {list(c.image_size)} (input.shape,"
+            f" preprocessing.image_size): {reason[:300]}"
+        ) from err
+    if logits.ndim != 2 or logits.shape[1] != c.num_classes:
+        raise ContractError(
+            f"{where}: class_names has {c.num_classes} names, but the model outputs {tuple(logits.shape[1:])} logits"
+            " per image"
+        )
 
 
 def _resolve_contract(path: Path, contract: ModelContract | None, embedded: str | bytes | None) -> ModelContract:
@@ -161,7 +227,8 @@ def _open_onnx(path: Path, contract: ModelContract | None, num_threads: int | No
     options.execution_mode = getattr(ort.ExecutionMode, ORT_EXECUTION_MODE)
     if num_threads:
         options.intra_op_num_threads = num_threads
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    with _loading(path, "onnx"):
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     embedded = session.get_modelmeta().custom_metadata_map.get(EMBEDDED_KEY)
     contract = _resolve_contract(path, contract, embedded)
     inputs = {i.name: i.type for i in session.get_inputs()}
@@ -221,7 +288,7 @@ def _open_torchscript(path: Path, contract: ModelContract | None, num_threads: i
     import torch
 
     extra = {EMBEDDED_KEY: ""}
-    with torchscript_quietly():
+    with torchscript_quietly(), _loading(path, "torchscript"):
         module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
     contract = _resolve_contract(path, contract, extra[EMBEDDED_KEY])
     return Backend(
@@ -233,11 +300,17 @@ def _open_exported(path: Path, contract: ModelContract | None, num_threads: int 
     import torch
 
     data = path.read_bytes()  # checked and loaded from the same bytes
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise BadInputError(
+            f"cannot load {path} as {KIND_NAMES['exported']}: it is not a zip archive (corrupt or truncated?); export"
+            " it again with `litstarter export`"
+        )
     if not trust_model:
         check_pt2(path, data)
     extra = {EMBEDDED_KEY: ""}
     # Through a buffer: torch.export.load insists on a ".pt2" file name, and export verifies temporary files.
-    program = torch.export.load(io.BytesIO(data), extra_files=extra)
+    with _loading(path, "exported"):
+        program = torch.export.load(io.BytesIO(data), extra_files=extra)
     contract = _resolve_contract(path, contract, extra[EMBEDDED_KEY])
     # No .eval() here (an exported module refuses it): the program was captured from the model in eval mode.
     module = program.module()

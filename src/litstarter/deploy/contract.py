@@ -62,7 +62,8 @@ class ModelContract:
         mean: Per-channel mean on the 0..1 scale, applied inside the graph.
         std: Per-channel std on the 0..1 scale, applied inside the graph.
         architecture: The network's shape (``backbone``, ``backbone_kwargs``, ``num_classes``, ``in_channels``,
-            ``dropout``), so that ``weights.pt`` can be loaded into a rebuilt model.
+            ``dropout``), so that ``weights.pt`` can be loaded into a rebuilt model, and ``image_size``, the size
+            it was trained at (checked against ``preprocessing.image_size`` when a model is opened).
         input_name: Name of the graph input.
         output_name: Name of the graph output.
     """
@@ -234,7 +235,8 @@ class ModelContract:
             resize_size=as_size(stored),
             mean=[float(v) for v in mean],
             std=[float(v) for v in std],
-            architecture=dict(architecture or {}),
+            # The size it was trained at travels with the architecture: an edited image_size is then caught.
+            architecture={**architecture, "image_size": list(image_size)} if architecture else {},
         )
 
 

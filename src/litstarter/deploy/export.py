@@ -37,6 +37,7 @@ from litstarter.deploy.backends import open_model, torchscript_quietly
 from litstarter.deploy.contract import EMBEDDED_KEY, SIDECAR_NAME, ModelContract
 from litstarter.deploy.quantize import quantize_int8
 from litstarter.deploy.verify import ArtifactRejected, Tolerances, compare, format_report, run_batches
+from litstarter.errors import UsageError, run_reporting
 from litstarter.io import atomic_write, write_json
 from litstarter.leftovers import owner_tag, remove_stale
 from litstarter.models import Classifier
@@ -76,7 +77,7 @@ class ExportData:
     split: str = "test"
 
 
-class ExportError(ValueError):
+class ExportError(UsageError, ValueError):
     """Bad input to export (an existing export, a config that does not match the checkpoint, ...)."""
 
 
@@ -243,6 +244,16 @@ def check_out_dir(out: Path, overwrite: bool) -> None:
         raise ExportError(f"{out} already holds an export ({', '.join(existing)}); pass --overwrite to replace it")
     if out.exists() and not out.is_dir():
         raise ExportError(f"--out {out} exists and is not a folder")
+    # The export is staged beside `out` and moved into it: both folders must take files, checked before the work.
+    for folder in dict.fromkeys([out, out.parent]):
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=folder)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as err:
+            raise ExportError(f"--out {out} cannot be written: folder '{folder}': {err.strerror}") from None
 
 
 def export_checkpoint(
@@ -411,25 +422,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``litstarter export``; returns 0, 1 if an artifact was rejected (failed verification, or its exporter
-    or runtime failed), 2 for bad input."""
+    or runtime failed) or the checkpoint is unusable, 2 for bad arguments or paths (see :mod:`litstarter.errors`)."""
+    return run_reporting("export", lambda: _run(argv))
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.opset < 18:
-        print(f"litstarter export: error: --opset must be 18 or newer, got {args.opset}", file=sys.stderr)
-        return 2
-    try:
-        report = export_checkpoint(
-            args.ckpt_path,
-            args.out,
-            args.formats,
-            args.overwrite,
-            args.config,
-            args.opset,
-            args.calibration_images,
-            args.verify_samples,
-        )
-    except (FileNotFoundError, ValueError) as err:
-        print(f"litstarter export: error: {err}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--opset must be 18 or newer, got {args.opset}")
+    report = export_checkpoint(
+        args.ckpt_path,
+        args.out,
+        args.formats,
+        args.overwrite,
+        args.config,
+        args.opset,
+        args.calibration_images,
+        args.verify_samples,
+    )
     print(format_report(report))
     print(
         f"wrote {', '.join(n for n, r in report['artifacts'].items() if r['passed'])}, {SIDECAR_NAME} and "

@@ -16,6 +16,7 @@ import argparse
 import csv
 import os
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from litstarter.deploy.backends import Backend, open_model
+from litstarter.errors import UsageError, run_reporting
 from litstarter.io import atomic_write
 from litstarter.listing import Walker, file_problem, shown
 
@@ -68,6 +70,35 @@ def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int, li
         else:
             raise FileNotFoundError(f"--input not found: {shown(path)}")
     return files, hidden, notes
+
+
+def check_output(output: str | os.PathLike, inputs: Sequence[Path]) -> None:
+    """Refuse an ``--output`` that would destroy an input, cannot be a file, or cannot be written; before any work.
+
+    Raises:
+        UsageError: Saying which: one of the inputs, a folder, or not writable (naming the folder).
+    """
+    path = Path(output)
+    if path.is_dir():
+        raise UsageError(f"--output '{path}' is a folder; give the CSV file to write, e.g. {path / 'predictions.csv'}")
+    if path.exists() and any(_same_file(path, p) for p in inputs):
+        raise UsageError(f"--output '{path}' is one of the input files; writing the CSV would overwrite it")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:  # atomic_write creates the missing folders
+        folder = folder.parent
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise UsageError(f"--output '{path}' cannot be written: folder '{folder}': {err.strerror}") from None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -167,20 +198,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``litstarter infer``; returns 0, 1 if any file failed, 2 for a bad model or arguments."""
+    """Run ``litstarter infer``; returns 0, 1 if any file failed or the model file is unusable, 2 for bad arguments
+    or paths (see :mod:`litstarter.errors`)."""
+    return run_reporting("infer", lambda: _run(argv))
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.topk < 1 or args.batch_size < 1:
-        print(
-            f"litstarter infer: error: --topk and --batch_size must be >= 1, got {args.topk}, {args.batch_size}",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        files, hidden, notes = list_inputs(args.input)
-        backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"litstarter infer: error: {err}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--topk and --batch_size must be >= 1, got {args.topk}, {args.batch_size}")
+    files, hidden, notes = list_inputs(args.input)
+    check_output(args.output, files)
+    backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
     topk = min(args.topk, backend.contract.num_classes)
     predictions = list(predict_files(backend, files, args.batch_size, topk))
     write_predictions(args.output, predictions, topk)

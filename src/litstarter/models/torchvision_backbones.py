@@ -31,6 +31,7 @@ import torch
 import torchvision
 from torch import nn
 
+from litstarter.errors import UsageError
 from litstarter.models.registry import is_weights_path, register_backbone
 from litstarter.models.weights import load_torch_file, state_dict_differences
 
@@ -105,11 +106,16 @@ def _conv_like(conv: nn.Conv2d, in_channels: int) -> nn.Conv2d:
     )
 
 
+class WeightsUnavailableError(UsageError, RuntimeError):
+    """Pretrained weights that are neither in torch's hub folder nor downloadable (offline): exit 2, one sentence."""
+
+
 def download_weights(arch: str, name: str) -> dict[str, torch.Tensor]:
     """torchvision's weights ``name`` for ``arch``: from ``torch.hub.get_dir()/checkpoints/`` or downloaded there.
 
     Raises:
-        RuntimeError: If the file is not there and cannot be downloaded (offline); the message says which file
+        WeightsUnavailableError: (a RuntimeError) If the file is not there and cannot be downloaded (offline); the
+            message says which file
             torchvision looks for, where to put it, and how to use a local file instead.
     """
     url = torchvision.models.get_model_weights(arch)[name].url
@@ -119,7 +125,7 @@ def download_weights(arch: str, name: str) -> dict[str, torch.Tensor]:
     except OSError as err:  # URLError, socket timeouts, DNS failures are all OSErrors
         file_name = weights_file_name(arch, name)
         folder = Path(torch.hub.get_dir()) / "checkpoints"
-        raise RuntimeError(
+        raise WeightsUnavailableError(
             f"cannot get the {arch} weights {name!r}: the download of {url} failed ({err}). Offline? torchvision"
             f" looks for the file\n  {file_name}\nin\n  {folder}/\n(torch.hub.get_dir()/checkpoints; set TORCH_HOME"
             f" to move it). Copy the file there from a machine that is online, or point the weights setting at a"

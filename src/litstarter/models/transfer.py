@@ -43,6 +43,8 @@ class TransferReport:
         unexpected: Keys of the file the network lacks (ignored).
         mismatched: ``"key: file (shape) vs model (shape)"`` for names present in both with other shapes.
         head_replaced: Why the head was not loaded (a fresh one trains), or ``None`` if it loaded.
+        scalars: The matched keys that are 0-d buffers (``num_batches_tracked``): they fit any network with a batch
+            norm there, so they never count as evidence that the file fits.
     """
 
     source: str
@@ -52,18 +54,21 @@ class TransferReport:
     mismatched: list[str] = field(default_factory=list)
     head_replaced: str | None = None
 
+    scalars: list[str] = field(default_factory=list)
+
     @property
     def backbone_matched(self) -> list[str]:
-        """The loaded backbone keys."""
-        return [k for k in self.matched if k.startswith(BACKBONE_PREFIX)]
+        """The loaded backbone weight tensors (scalar buffers such as ``num_batches_tracked`` don't count)."""
+        return [k for k in self.matched if k.startswith(BACKBONE_PREFIX) and k not in self.scalars]
 
     def summary(self) -> str:
         """One line of counts, and the head's fate."""
         head = f"head replaced: {self.head_replaced}" if self.head_replaced else "head loaded"
+        real = len(self.matched) - len(self.scalars)
         return (
-            f"init_from {self.source}: {len(self.matched)} tensors loaded ({len(self.backbone_matched)} backbone),"
-            f" {len(self.missing)} missing, {len(self.unexpected)} unexpected, {len(self.mismatched)} shape-mismatched;"
-            f" {head}"
+            f"init_from {self.source}: {real} tensors loaded ({len(self.backbone_matched)} backbone; scalar buffers"
+            f" not counted), {len(self.missing)} missing, {len(self.unexpected)} unexpected,"
+            f" {len(self.mismatched)} shape-mismatched; {head}"
         )
 
 
@@ -94,6 +99,28 @@ def _network_state(obj: object, path: Path) -> tuple[dict[str, torch.Tensor], di
     )
 
 
+def head_replacement_reason(
+    state: dict[str, torch.Tensor], own: dict[str, torch.Tensor], theirs: list | None, class_names: list[str]
+) -> str | None:
+    """Why the file's head cannot be used (the true reason, from the names and the shapes), or ``None``."""
+    weight = HEAD_PREFIX + "weight"
+    if not any(k.startswith(HEAD_PREFIX) for k in state):
+        return "the file has no head"
+    if theirs is not None and list(theirs) != list(class_names):
+        return f"the classes differ (checkpoint {list(theirs)}, this run {list(class_names)})"
+    if weight in state and weight in own and state[weight].shape != own[weight].shape:
+        (k_file, d_file), (k_own, d_own) = state[weight].shape[:2], own[weight].shape[:2]
+        if k_file != k_own:
+            return f"num_classes differs (checkpoint {k_file}, this run {k_own})"
+        return (
+            f"the head takes {d_file} features in the checkpoint but {d_own} here: the backbones differ in their"
+            " output width"
+        )
+    if any(k in own and state[k].shape != own[k].shape for k in state if k.startswith(HEAD_PREFIX)):
+        return "the head's shape differs"
+    return None
+
+
 def load_matching_weights(net: nn.Module, path: str | os.PathLike, class_names: list[str]) -> TransferReport:
     """Load into ``net`` (a :class:`~litstarter.models.Classifier`) every tensor of ``path`` that fits it.
 
@@ -117,23 +144,11 @@ def load_matching_weights(net: nn.Module, path: str | os.PathLike, class_names: 
     own = {k: v for k, v in net.state_dict().items() if k not in NORMALIZATION_KEYS}
     report = TransferReport(source=str(path))
 
-    theirs = hparams.get("class_names")
     head_keys = [k for k in state if k.startswith(HEAD_PREFIX)]
-    if theirs is not None and list(theirs) != list(class_names) and head_keys:
-        report.head_replaced = f"the classes differ (checkpoint {list(theirs)}, this run {list(class_names)})"
+    report.head_replaced = head_replacement_reason(state, own, hparams.get("class_names"), class_names)
+    if report.head_replaced:
         for key in head_keys:
             del state[key]
-            own.pop(key, None)
-    elif any(k in own and state[k].shape != own[k].shape for k in head_keys):
-        report.head_replaced = (
-            f"num_classes differs (checkpoint {state[HEAD_PREFIX + 'weight'].shape[0]}, this run"
-            f" {own[HEAD_PREFIX + 'weight'].shape[0]})"
-        )
-        for key in head_keys:
-            del state[key]
-            own.pop(key, None)
-    elif not head_keys:
-        report.head_replaced = "the file has no head"
         own = {k: v for k, v in own.items() if not k.startswith(HEAD_PREFIX)}
 
     for key, value in state.items():
@@ -143,11 +158,13 @@ def load_matching_weights(net: nn.Module, path: str | os.PathLike, class_names: 
             report.mismatched.append(f"{key}: file {tuple(value.shape)} vs model {tuple(own[key].shape)}")
         else:
             report.matched.append(key)
+            if value.ndim == 0:
+                report.scalars.append(key)
     report.missing = [k for k in own if k not in state]
 
     if not report.backbone_matched:
         trained_with = f" It was trained with backbone {hparams['backbone']!r}." if "backbone" in hparams else ""
-        what = "No tensor" if not report.matched else "No backbone tensor"
+        what = "No weight tensor" if len(report.matched) == len(report.scalars) else "No backbone weight tensor"
         raise CheckpointError(
             f"{what} of init_from {path} fits this model ({report.summary()}).{trained_with} Set model.backbone"
             f" (and model.backbone_kwargs) to the architecture the file was trained with. Examples: missing"

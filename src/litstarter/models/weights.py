@@ -23,8 +23,12 @@ class CheckpointError(BadInputError, ValueError):
     """A checkpoint or weights file that cannot be used as asked; the message names the file and the problem."""
 
 
-def load_torch_file(path: str | os.PathLike) -> object:
+def load_torch_file(path: str | os.PathLike, mmap: bool = False) -> object:
     """``torch.load(path, weights_only=True)`` on the CPU, with errors that name the file.
+
+    Args:
+        path: The file.
+        mmap: Map the tensors from the file instead of reading them (a cheap look at a large checkpoint).
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
@@ -39,15 +43,25 @@ def load_torch_file(path: str | os.PathLike) -> object:
     if not zipfile.is_zipfile(path) and head[:1] != b"\x80":  # neither torch's zip format nor a legacy pickle
         raise CheckpointError(f"cannot read {path} as a torch file: it is neither a torch archive nor a pickle")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise CheckpointError(
-            f"refusing to load {path}: torch.load(weights_only=True) rejected it ({reason}). It is not a plain "
-            "tensors-and-containers file, and unpickling it fully could run arbitrary code."
+            f"refusing to load {path}: it holds more than tensors and plain containers ({refused_content(err)}), and"
+            " loading it could run code hidden in it. Use a checkpoint that litstarter or Lightning saved, or"
+            " re-save the weights you trust as a plain state_dict."
         ) from None
     except (RuntimeError, EOFError, OSError) as err:
         raise CheckpointError(f"cannot read {path} as a torch file: {err}") from None
+
+
+def refused_content(err: pickle.UnpicklingError) -> str:
+    """What ``weights_only=True`` refused, e.g. ``unsupported GLOBAL posix.system``, without torch's advice to load
+    with ``weights_only=False`` (the very thing that would run the code)."""
+    for line in str(err).splitlines():
+        line = line.strip()
+        if "GLOBAL" in line or line.startswith(("Unsupported", "Unpickler error")):
+            return line.removeprefix("Trying to load ").rstrip(".")
+    return type(err).__name__
 
 
 def state_dict_differences(
