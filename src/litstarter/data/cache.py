@@ -42,7 +42,7 @@ from litstarter.data.manifest import (
     verify_blocks,
     verify_deadline,
 )
-from litstarter.data.splits import SourceFile
+from litstarter.data.splits import SPLIT_NAMES, SourceFile
 from litstarter.leftovers import remove_stale
 
 log = logging.getLogger(__name__)
@@ -126,8 +126,8 @@ class ImageCache:
 
     @property
     def splits(self) -> list[str]:
-        """Split names in the cache."""
-        return list(self.manifest["splits"])
+        """Split names in the cache, train, val, test (the manifest on disk has its keys sorted)."""
+        return sorted(self.manifest["splits"], key=lambda s: SPLIT_NAMES.index(s) if s in SPLIT_NAMES else len(s))
 
     def images(self, split: str) -> MemmapImages:
         """The ``(N, C, H, W)`` uint8 images of a split, memory-mapped."""

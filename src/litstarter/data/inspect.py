@@ -26,6 +26,7 @@ from litstarter.data.channels import GREY_MODES
 from litstarter.data.config_stack import build_folder, read_command_line
 from litstarter.data.leakage import describe, find_leaks
 from litstarter.data.splits import Listing
+from litstarter.errors import UsageError
 
 #: Our own flags (everything else is fit's).
 OWN_FLAGS = frozenset({"json"})
@@ -153,12 +154,15 @@ def main(argv: list[str]) -> int:
         print(USAGE)
         return 0
     config = read_command_line(argv, OWN_FLAGS)
+    sampler = config.init_args.get("sampler", "none")
+    if sampler not in ("none", "weighted", "balanced"):  # the one loader option the report uses
+        raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
     show_progress_lines()
     folder = build_folder(config.init_args)
     listing = folder.listing()
     # Bad files are left out of the cache and listed, not fatal: reporting them is the point.
     cache = folder.load_or_build(listing, on_bad_file="skip")
     report = summarize(folder, listing, cache)
-    report["suggestions"] = suggest(report, folder, str(config.init_args.get("sampler", "none")), config.class_weights)
+    report["suggestions"] = suggest(report, folder, sampler, config.class_weights)
     print(json.dumps(report, indent=2) if "json" in config.flags else render(report))
     return 0
