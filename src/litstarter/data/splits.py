@@ -54,8 +54,9 @@ class SourceFile:
 
 def source_file(root: Path, found: Found, label: int) -> SourceFile:
     """A :class:`SourceFile` relative to ``root`` (a file outside ``root`` keeps a ``../`` path)."""
-    path = Path(os.path.relpath(found.path, root)).as_posix()
-    return SourceFile(path, label, found.size, found.mtime_ns, found.ctime_ns, found.inode)
+    path, top = os.fspath(found.path), os.fspath(root).rstrip(os.sep) + os.sep
+    rel = path[len(top) :] if path.startswith(top) else os.path.relpath(path, root)  # a prefix cut is ~10x cheaper
+    return SourceFile(rel.replace(os.sep, "/"), label, found.size, found.mtime_ns, found.ctime_ns, found.inode)
 
 
 def split_counts(n: int, val_fraction: float, test_fraction: float) -> tuple[int, int, int]:
