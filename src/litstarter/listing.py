@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from litstarter.errors import BadInputError
+
 
 def shown(path: str | os.PathLike) -> str:
     """``path`` as printable UTF-8 text: bytes that aren't valid UTF-8 appear as ``\\xNN``."""
@@ -113,8 +115,11 @@ class Walker:
         return found
 
     def _walk(self, folder: Path, keep: Callable[[str], bool], found: list[Found]) -> None:
-        with os.scandir(folder) as entries:
-            ordered = sorted(entries, key=lambda e: os.fsencode(e.name))
+        try:
+            with os.scandir(folder) as entries:
+                ordered = sorted(entries, key=lambda e: os.fsencode(e.name))
+        except OSError as err:  # a folder we may not read: its files can't even be named, so nothing to skip
+            raise BadInputError(f"cannot list the folder '{shown(folder)}': {err.strerror or err}") from None
         for entry in ordered:
             if entry.name.startswith("."):
                 self.hidden += 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -180,3 +182,25 @@ def test_names_that_arent_utf8_dangling_links_and_link_loops_are_listed_with_the
     assert file_problem(root / "b" / "dangling.png").startswith("dangling symbolic link")
     assert file_problem(root / "b" / "loop.png").startswith("symbolic link loop")
     assert file_problem(root / "a" / odd) is None and shown(odd) == "caf\\xe9.png"
+
+
+def test_a_folder_that_cannot_be_read_is_named(tmp_path: Path) -> None:
+    root = make_class_folder(tmp_path / "root", {"a": 3, "b": 3})
+    (root / "b" / "locked").mkdir()
+    script = (
+        "import sys; from litstarter.data.folder_layout import detect_layout, list_sources\n"
+        "from litstarter.errors import BadInputError\n"
+        f"root = {str(root)!r}\n"
+        "try:\n    list_sources(root, detect_layout(root), 0.34, 0.0, 0)\n"
+        "except BadInputError as err:\n    print(err); sys.exit(1)\n"
+    )
+    os.chmod(root / "b" / "locked", 0)
+    try:  # without root's override rights (CI runs as root), as a user would be
+        proc = subprocess.run(
+            ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", sys.executable, "-c", script],
+            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )  # fmt: skip
+    finally:
+        os.chmod(root / "b" / "locked", 0o755)
+    assert proc.returncode == 1, proc.stderr
+    assert f"cannot list the folder '{root / 'b' / 'locked'}': Permission denied" in proc.stdout
