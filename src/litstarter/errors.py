@@ -97,8 +97,9 @@ def user_error_in(err: BaseException) -> UserError | None:
     LightningCLI and jsonargparse wrap what a class raises while it is built from the config (jsonargparse's
     "Does not validate against any of the Union subtypes" ``ValueError`` has the real error as its cause), so
     the whole chain is searched, innermost first: a :class:`UserError`, or one of :data:`CHECK_ERRORS` raised by
-    a check of ours (a bad config value or path: a :class:`UsageError` with its message), or a
-    ``PermissionError`` on a named file (anywhere: Lightning removing an old checkpoint from a read-only folder).
+    a check of ours (a bad config value or path: a :class:`UsageError` with its message), Lightning's
+    ``MisconfigurationException`` (a Trainer configuration that cannot work), or a ``PermissionError`` on a named
+    file (anywhere: Lightning removing an old checkpoint from a read-only folder).
     """
     chain = _chain(err)
     for inner in reversed(chain):
@@ -107,6 +108,10 @@ def user_error_in(err: BaseException) -> UserError | None:
     for inner in reversed(chain):
         if _raised_by_our_check(inner):
             return UsageError(str(inner))
+    for inner in reversed(chain):
+        # Lightning's word for a Trainer configuration that cannot work (checked by name: no Lightning import here).
+        if any(cls.__name__ == "MisconfigurationException" for cls in type(inner).__mro__):
+            return UsageError(str(inner).strip())
     for inner in reversed(chain):
         if isinstance(inner, PermissionError) and inner.filename:  # a folder the user may not write, never a bug
             return UsageError(f"permission denied: '{inner.filename}' ({inner.strerror}); fix its permissions")

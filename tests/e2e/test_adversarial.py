@@ -32,7 +32,6 @@ QUICK = [
     "--trainer.limit_train_batches=3",
     "--trainer.limit_val_batches=2",
     "--trainer.limit_test_batches=2",
-    "--trainer.enable_progress_bar=false",
     "--trainer.enable_model_summary=false",
     "--data.init_args.num_workers=0",
 ]
@@ -145,15 +144,16 @@ def test_user_errors_through_the_cli_are_one_sentence_with_the_exit_code(two_run
         ),
         fit_args(runs, "--trainer.max_epochs=0", "--trainer.logger.init_args.name=zero"),
         fit_args(runs, "--model.label_smoothing=1.5"),
+        fit_args(runs, "--trainer.enable_progress_bar=false"),  # Lightning's own refusal of a config
     ]
-    envs = [{}] * 8 + [offline, {}, {"LITSTARTER_TRACEBACK": "1"}]
+    envs = [{}] * 8 + [offline, {}, {"LITSTARTER_TRACEBACK": "1"}, {}]
     results = run_cases(tmp_path, [{"argv": argv, "env": env} for argv, env in zip(cases, envs, strict=True)])
 
     assert_refused(results[0], 2, "data.root", "nowhere", "does not exist")
     # jsonargparse's "Does not validate against any of the Union subtypes" never leads: ours does.
     assert_refused(results[1], 2, "model.label_smoothing must be in [0, 1), got 1.5")
     assert_refused(results[2], 2, str(one_class), "1 class", "cats")
-    assert_refused(results[3], 1, "notes.ckpt", "not a torch file")
+    assert_refused(results[3], 1, "notes.ckpt", "as a torch file")
     message = assert_refused(results[4], 1, "evil.ckpt", "could run code")
     assert "weights_only=False" not in message and "weights_only` set to `False" not in message
     assert not marker.exists()
@@ -168,6 +168,7 @@ def test_user_errors_through_the_cli_are_one_sentence_with_the_exit_code(two_run
     # LITSTARTER_TRACEBACK=1 shows the traceback, and still ends in our sentence.
     assert results[10]["code"] == 2 and "Traceback" in results[10]["stderr"]
     assert results[10]["stderr"].rstrip().splitlines()[-1].startswith("litstarter fit: error: model.label_smoothing")
+    assert_refused(results[11], 2, "enable_progress_bar=False", "TQDMProgressBar")
     # Refused runs leave no empty run folder behind.
     assert not (runs / "digits").exists() or not any((runs / "digits").iterdir())
 
