@@ -76,7 +76,9 @@ MIXED = [
 ]
 
 
-def make_mixed_class_folder(root: Path, counts: dict[str, int], seed: int = 0, grey: bool = False) -> Path:
+def make_mixed_class_folder(
+    root: Path, counts: dict[str, int], seed: int = 0, grey: bool = False, noise: float = 20.0
+) -> Path:
     """``root/<class>/<i>.{jpg,png}``: real JPEG and PNG files of mixed sizes and PIL modes (grey, RGB, RGBA,
     palette; only grey ``L`` with ``grey``), each class a different mean colour so a short fit can learn."""
     rng = np.random.default_rng(seed)
@@ -84,7 +86,7 @@ def make_mixed_class_folder(root: Path, counts: dict[str, int], seed: int = 0, g
         tint = np.array([60 + 60 * (c % 3), 60 + 40 * ((c + 1) % 4), 200 - 50 * (c % 4)], dtype=np.float64)
         for i in range(n):
             ext, mode, (h, w) = MIXED[(i + c) % len(MIXED)]
-            pixels = np.clip(tint + rng.normal(0, 20, (h, w, 3)), 0, 255).astype(np.uint8)
+            pixels = np.clip(tint + rng.normal(0, noise, (h, w, 3)), 0, 255).astype(np.uint8)
             image = Image.fromarray(pixels, "RGB")
             image = image.convert("L" if grey else mode)
             path = root / name / f"{name}_{i:03d}{ext}"
