@@ -271,6 +271,7 @@ def test_ddp_preset_on_two_cpu_processes_turns_sync_batchnorm_off_and_finishes(t
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "turned SyncBatchNorm off" in proc.stderr
+    assert [p.name for p in (tmp_path / "runs" / "digits").iterdir()] == ["version_0"]  # the re-run claimed none
     assert [p.relative_to(tmp_path) for p in tmp_path.rglob("metrics.json")] == [
         Path("runs/digits/version_0/metrics.json")
     ]
