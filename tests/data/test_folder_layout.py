@@ -204,3 +204,9 @@ def test_a_folder_that_cannot_be_read_is_named(tmp_path: Path) -> None:
         os.chmod(root / "b" / "locked", 0o755)
     assert proc.returncode == 1, proc.stderr
     assert f"cannot list the folder '{root / 'b' / 'locked'}': Permission denied" in proc.stdout
+
+
+def test_a_class_folder_name_that_isnt_utf8_is_named(tmp_path: Path) -> None:
+    root = make_class_folder(tmp_path / "root", {"cat": 2, os.fsdecode(b"caf\xe9"): 2})
+    with pytest.raises(BadInputError, match=r"class folder name\(s\) that aren't valid UTF-8: .*caf\\xe9; rename"):
+        detect_layout(root)

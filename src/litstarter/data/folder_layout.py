@@ -84,6 +84,18 @@ def _visible_dirs(folder: Path) -> list[Path]:
     return sorted((p for p in folder.iterdir() if not p.name.startswith(".") and p.is_dir()), key=lambda p: p.name)
 
 
+def _class_names(folders: list[Path]) -> list[str]:
+    """The folders' names as class names; a name that isn't valid UTF-8 can't be one (class names go into
+    checkpoints, metrics and exported models as text)."""
+    odd = [shown(d) for d in folders if shown(d.name) != d.name]
+    if odd:
+        raise BadInputError(
+            f"class folder name(s) that aren't valid UTF-8: {', '.join(odd)}; rename them (class names are written"
+            " into checkpoints, metrics and exported models as text). File names may be anything."
+        )
+    return [d.name for d in folders]
+
+
 def detect_layout(root: str | os.PathLike, labels: str | os.PathLike | None = None) -> Layout:
     """The :class:`Layout` of ``root`` from its folder names (or the labels file): cheap, no file listing.
 
@@ -105,7 +117,7 @@ def detect_layout(root: str | os.PathLike, labels: str | os.PathLike | None = No
         raise BadInputError(f"data.root '{root}' has no class folders; {expected_layout(root)}")
     splits = {d.name: canonical_split(d.name) for d in dirs}
     if not any(splits.values()):
-        return Layout("classes", [d.name for d in dirs])
+        return Layout("classes", _class_names(dirs))
     others = sorted(name for name, split in splits.items() if split is None)
     if others:
         raise BadInputError(
@@ -125,7 +137,7 @@ def detect_layout(root: str | os.PathLike, labels: str | os.PathLike | None = No
     classes = _visible_dirs(root / split_dirs["train"])
     if not classes:
         raise BadInputError(f"'{root / split_dirs['train']}' has no class folders; {expected_layout(root)}")
-    return Layout("splits", [d.name for d in classes], split_dirs)
+    return Layout("splits", _class_names(classes), split_dirs)
 
 
 def _list_classes(folder: Path, layout: Layout, walker: Walker, train: Path) -> tuple[dict[int, list[Found]], list]:
