@@ -45,9 +45,8 @@ def train_rate_callback():
             self.last_end = time.perf_counter()
             self.images += len(batch[0])
 
-        def on_validation_epoch_start(self, trainer, pl_module) -> None:
-            if trainer.training:  # validation inside the train epoch: close the train interval here
-                self.seconds += self.last_end - self.start
+        def on_train_epoch_end(self, trainer, pl_module) -> None:
+            self.seconds += self.last_end - self.start  # validation ran after the last batch: not counted
 
     return TrainRate()
 

@@ -27,7 +27,7 @@ CONFUSION_MATRIX = "confusion_matrix"
 def classification_metrics(num_classes: int, stage: str) -> MetricCollection:
     """The metric set of one stage, with keys prefixed ``<stage>/``. Update it with probabilities ``(B, K)``.
 
-    * ``train``: ``acc``, ``f1_macro`` (updated every step, so kept cheap).
+    * ``train``: ``acc``, ``f1_macro`` (kept cheap: the task feeds them every sample, batched over steps).
     * ``val``: also macro and micro precision, recall and F1, per-class recall (``recall/<class>``),
       one-vs-rest macro AUROC and the confusion matrix.
     * ``test``: all of ``val`` plus the expected calibration error ``ece`` (15 equal-width bins, L1).

@@ -38,6 +38,10 @@ def _default_scheduler(optimizer: torch.optim.Optimizer, total_steps: int | None
     return WarmupCosineLR(optimizer, warmup_steps=0.05, total_steps=total_steps)
 
 
+#: Train-metric updates are batched over this many steps (see ``ImageClassifier._update_train_metrics``).
+TRAIN_METRICS_EVERY = 50
+
+
 class ImageClassifier(L.LightningModule):
     """Image classification with cross-entropy on logits.
 
@@ -169,6 +173,7 @@ class ImageClassifier(L.LightningModule):
         self.val_metrics = classification_metrics(num_classes, "val")
         self.test_metrics = classification_metrics(num_classes, "test")
         self.train_loss = MeanMetric()
+        self._train_predictions: list[torch.Tensor] = []  # (2, B) argmax and labels, not yet in train_metrics
         # What init_from loaded, once a fit has started (see load_initial_weights).
         self.init_report: TransferReport | None = None
         # The last computed (K, K) confusion matrix per stage, for the PlotConfusionMatrix callback.
@@ -202,7 +207,9 @@ class ImageClassifier(L.LightningModule):
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         """Loss on one batch; accuracy accumulates over the epoch."""
         loss, logits = self._shared_step(batch)
-        self.train_metrics.update(logits.detach(), batch[1])
+        self._train_predictions.append(torch.stack([logits.detach().argmax(dim=-1), batch[1]]))  # (2, B)
+        if len(self._train_predictions) >= TRAIN_METRICS_EVERY:
+            self._update_train_metrics()
         # Per step: this rank's value, no synchronisation. Per epoch: a torchmetrics mean, reduced across
         # processes once at the epoch's end.
         self.log("train/loss_step", loss, on_step=True, on_epoch=False, prog_bar=True)
@@ -211,10 +218,28 @@ class ImageClassifier(L.LightningModule):
 
     def on_train_epoch_end(self) -> None:
         """Log and reset the epoch's train metrics (synchronised across processes by torchmetrics)."""
+        self._update_train_metrics()
         self.log_dict(self.train_metrics.compute())
         self.log("train/loss_epoch", self.train_loss.compute())
         self.train_metrics.reset()
         self.train_loss.reset()
+
+    def on_train_epoch_start(self) -> None:
+        """Drop predictions left over from an epoch that ended early (``max_steps``, an interruption)."""
+        self._train_predictions.clear()
+
+    def _update_train_metrics(self) -> None:
+        """Feed the buffered train predictions to the train metrics in one update.
+
+        torchmetrics' update costs about as much for 64 samples as for 3,200 (argument checks, dispatch), so
+        the training step keeps only its ``(2, B)`` argmax and labels, and the metrics see every sample
+        exactly once, in batches of up to :data:`TRAIN_METRICS_EVERY` steps: the epoch's ``train/acc`` and
+        ``train/f1_macro`` are the same as with an update per step.
+        """
+        if self._train_predictions:
+            preds, labels = torch.cat(self._train_predictions, dim=1)
+            self._train_predictions.clear()
+            self.train_metrics.update(preds, labels)
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         """Log the global gradient norm before clipping (Lightning clips right after this hook; AMP has
