@@ -207,7 +207,7 @@ class ImageClassifier(L.LightningModule):
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         """Loss on one batch; accuracy accumulates over the epoch."""
         loss, logits = self._shared_step(batch)
-        self._train_predictions.append(torch.stack([logits.detach().argmax(dim=-1), batch[1]]))  # (2, B)
+        self._train_predictions.append(torch.stack([logits.detach().argmax(dim=-1), batch[1].long()]))  # (2, B)
         if len(self._train_predictions) >= TRAIN_METRICS_EVERY:
             self._update_train_metrics()
         # Per step: this rank's value, no synchronisation. Per epoch: a torchmetrics mean, reduced across

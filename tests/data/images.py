@@ -103,9 +103,9 @@ def write_digit_photos(
 ) -> Path:
     """scikit-learn's 8x8 digits as photo-like files: ``root/<split>/<digit>/<i>.{jpg,png}`` (split ``""``: none).
 
-    Each image is a digit upscaled (bicubic) to a random side in ``sizes`` (height and width drawn apart), in a
-    random ink colour on a random background colour, with sensor-like noise, saved alternately as JPEG (quality
-    70-95) and PNG. ``counts[split][d]`` images of digit ``d`` per split; different splits draw different
+    Each image is a digit upscaled (bicubic) to a random square side in ``sizes`` (as a photo of a digit keeps
+    its shape; a stretched one would lose its ends to the centre crop), in a random ink colour on a random
+    background colour, with sensor-like noise, saved alternately as JPEG (quality 70-95) and PNG. ``counts[split][d]`` images of digit ``d`` per split; different splits draw different
     source digits (disjoint while the 1,797 last, then reused with new colours, sizes and noise).
     """
     from sklearn.datasets import load_digits
@@ -124,7 +124,7 @@ def write_digit_photos(
 
 def _write_digit_photo(path: Path, ink: np.ndarray, sizes: tuple[int, int], rng: np.random.Generator) -> None:
     """One 8x8 ``ink`` map (0..1) as a coloured, noisy photo of a random size in ``sizes``."""
-    h, w = (int(s) for s in rng.integers(sizes[0], sizes[1] + 1, size=2))
+    h = w = int(rng.integers(sizes[0], sizes[1] + 1))
     big = Image.fromarray((ink * 255).astype(np.uint8)).resize((w, h), Image.Resampling.BICUBIC)
     alpha = np.asarray(big, dtype=np.float64)[..., None] / 255.0  # (h, w, 1)
     background = rng.uniform(0, 255, 3)
