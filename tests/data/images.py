@@ -105,8 +105,9 @@ def write_digit_photos(
 
     Each image is a digit upscaled (bicubic) to a random square side in ``sizes`` (as a photo of a digit keeps
     its shape; a stretched one would lose its ends to the centre crop), in a random ink colour on a random
-    background colour, with sensor-like noise, saved alternately as JPEG (quality 70-95) and PNG. ``counts[split][d]`` images of digit ``d`` per split; different splits draw different
-    source digits (disjoint while the 1,797 last, then reused with new colours, sizes and noise).
+    background colour, with sensor-like noise, saved alternately as JPEG (quality 70-95) and PNG.
+    ``counts[split][d]`` images of digit ``d`` per split; different splits draw different source digits
+    (disjoint while the 1,797 last, then reused with new colours, sizes and noise).
     """
     from sklearn.datasets import load_digits
 
