@@ -199,6 +199,7 @@ def load_cache(
     class_to_idx: dict[str, int],
     verify: Verify = "sample",
     seed: int | None = None,
+    quiet: bool = False,
 ) -> ImageCache | None:
     """The cache in ``folder`` if it is well-formed, complete and matches ``params``, ``sources`` and
     ``class_to_idx``; else ``None``, after a log line saying why (none when there is no cache yet).
@@ -211,6 +212,7 @@ def load_cache(
         verify: ``sample``: check the first, the last and a few seeded blocks of each array against their
             checksums, within about 20 ms (or 5% of the time the reuse took before); ``full``: every block.
         seed: Seed for the sampled blocks; ``None``: fresh, so that repeated reuses cover every block.
+        quiet: Don't log why it can't be reused (a builder checking whether another finished meanwhile).
     """
     started = time.perf_counter()
     remove_stale(folder.glob(".*.tmp"))
@@ -219,11 +221,13 @@ def load_cache(
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        log.warning("image cache %s: %s is unreadable (%s); rebuilding", folder, MANIFEST, error)
+        if not quiet:
+            log.warning("image cache %s: %s is unreadable (%s); rebuilding", folder, MANIFEST, error)
         return None
     reason = _unusable(folder, manifest, params, sources, class_to_idx, verify, seed, started)
-    if reason is not None:
+    if reason is not None and not quiet:
         level = logging.WARNING if "malformed" in reason or "checksum" in reason or "bytes" in reason else logging.INFO
         log.log(level, "image cache %s: %s; rebuilding", folder, reason)
+    if reason is not None:
         return None
     return ImageCache(folder, manifest, reused=True)

@@ -124,6 +124,12 @@ def _check_classes_kept(root: Path, kept: list[dict], class_to_idx: dict[str, in
         )
 
 
+def _split_entry(files: list[SourceFile], images: Path, labels: Path, kept: list[dict], shape: list[int]) -> dict:
+    """A split's manifest entry: its shape, the listing it was built from, its files' records, its checksums."""
+    checksums = {**array_checksums(images, int(np.prod(shape))), "labels": file_checksum(labels)}
+    return {"shape": shape, "listing_digest": listing_digest(files), "files": as_columns(kept), "checksums": checksums}
+
+
 def build_cache(
     folder: Path,
     root: Path,
@@ -167,16 +173,8 @@ def build_cache(
         _check_classes_kept(root, written["train"][2], class_to_idx, bad)
         shapes = {split: [len(kept), channels, *size] for split, (_, _, kept) in written.items()}
         mean, std = channel_stats(MemmapImages(written["train"][0], shapes["train"]).array())
-        splits = {
-            split: {
-                "shape": shapes[split],
-                "listing_digest": listing_digest(sources[split]),
-                "files": as_columns(kept),
-                "checksums": {**array_checksums(images, int(np.prod(shapes[split]))), "labels": file_checksum(labels)},
-            }
-            for split, (images, labels, kept) in written.items()
-        }
-        finished = load_cache(folder, params, sources, class_to_idx)
+        splits = {split: _split_entry(sources[split], *written[split], shapes[split]) for split in written}
+        finished = load_cache(folder, params, sources, class_to_idx, quiet=True)
         if finished is not None:  # another builder completed the same cache meanwhile: keep its files
             log.info("image cache %s was completed by another process meanwhile; using it", folder)
             return finished

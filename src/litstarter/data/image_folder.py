@@ -138,8 +138,10 @@ class ImageFolderDataModule(ArrayDataModule):
         return cache
 
     def prepare_data(self) -> None:
-        """Build the cache if needed. Lightning calls this on one process per node; the others wait."""
-        self.cache = self.load_or_build_cache()
+        """Build the cache if needed. Lightning calls this on one process per node; the others wait. Once per
+        module: test-after-fit calls it again, and the cache (with its warnings and layout line) is loaded already."""
+        if self.cache is None:
+            self.cache = self.load_or_build_cache()
 
     def setup(self, stage: str | None = None) -> None:
         """Open the cached splits (memory-mapped; nothing is read into RAM here)."""
