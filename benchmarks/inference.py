@@ -169,7 +169,8 @@ def time_checkpoint(ckpt: Path, out: Path, args) -> dict:
     import torch
 
     from litstarter.deploy.backends import open_model, torchscript_quietly
-    from litstarter.deploy.export import export_checkpoint, load_export_data
+    from litstarter.deploy.export import export_checkpoint
+    from litstarter.deploy.export_data import load_export_data
     from litstarter.deploy.verify import format_report
     from litstarter.models.weights import classifier_from_checkpoint
 

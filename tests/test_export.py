@@ -13,7 +13,7 @@ import torch
 
 from litstarter import leftovers
 from litstarter.data import DigitsDataModule
-from litstarter.deploy import export, quantize
+from litstarter.deploy import export, export_data, quantize
 from litstarter.deploy.backends import open_model
 from litstarter.deploy.contract import SIDECAR_NAME, ModelContract
 from litstarter.preprocess import cache_size_for
@@ -276,14 +276,14 @@ def test_int8_quantizes_the_onnx_verified_in_the_same_run(digits_export, tmp_pat
 
 def test_stratified_sample_covers_every_class_in_proportion():
     labels = np.repeat(np.arange(5), [40, 40, 40, 40, 240])  # ordered by class, like an image-folder split
-    picked = export.stratified_sample(labels, 40, seed=0)
+    picked = export_data.stratified_sample(labels, 40, seed=0)
     assert len(set(picked.tolist())) == 40
     counts = np.bincount(labels[picked], minlength=5)
     assert counts.tolist() == [4, 4, 4, 4, 24]  # each class in proportion to its size
     assert np.bincount(labels[picked[:10]], minlength=5).tolist() == [1, 1, 1, 1, 6]  # and so is a prefix
-    assert np.array_equal(picked, export.stratified_sample(labels, 40, seed=0))  # seeded
-    assert not np.array_equal(picked, export.stratified_sample(labels, 40, seed=1))
-    assert sorted(export.stratified_sample(labels, 1000)) == list(range(len(labels)))  # more than there are: all
+    assert np.array_equal(picked, export_data.stratified_sample(labels, 40, seed=0))  # seeded
+    assert not np.array_equal(picked, export_data.stratified_sample(labels, 40, seed=1))
+    assert sorted(export_data.stratified_sample(labels, 1000)) == list(range(len(labels)))  # more than there are: all
 
 
 def test_verification_and_calibration_images_span_the_classes_of_a_class_ordered_split(tmp_path):
@@ -293,6 +293,6 @@ def test_verification_and_calibration_images_span_the_classes_of_a_class_ordered
     config = tmp_path / "config.yaml"
     config.write_text(json.dumps({"data": {"class_path": "litstarter.data.ImageFolderDataModule", "init_args": init}}))
     hparams = {"class_names": list(counts), "in_channels": 3, "image_size": (8, 8), "cache_size": cache_size_for(8)}
-    data = export.load_export_data(config, hparams, verify_samples=6, calibration_images=6)
+    data = export_data.load_export_data(config, hparams, verify_samples=6, calibration_images=6)
     assert np.bincount(data.test_labels, minlength=3).tolist() == [2, 2, 2]  # not the first 6 (all "ant")
     assert len(data.calibration_images) == 6

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from litstarter.data import ImageFolderDataModule
-from litstarter.task import ImageClassifier, inverse_frequency_weights
+from litstarter.losses import inverse_frequency_weights
+from litstarter.task import ImageClassifier
 from tests.data.images import make_class_folder
 
 

@@ -1,8 +1,11 @@
-"""Optimiser helpers: parameter groups (no weight decay on norm layers and biases), the gradient norm, and the
-warmup + cosine schedule that the stock ``torch.optim.lr_scheduler`` set lacks."""
+"""Optimiser helpers: parameter groups (no weight decay on norm layers and biases), the gradient norm, the
+warmup + cosine schedule that the stock ``torch.optim.lr_scheduler`` set lacks, and building the configured
+scheduler (filling its ``total_steps``)."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Iterable
 
@@ -10,7 +13,7 @@ import torch
 from torch import nn
 from torch.nn.modules.batchnorm import _NormBase
 from torch.optim import Optimizer
-from torch.optim.lr_scheduler import LRScheduler
+from torch.optim.lr_scheduler import LRScheduler, OneCycleLR, ReduceLROnPlateau
 
 # Layers whose parameters are a scale and a shift: decaying them toward 0 fights the normalisation.
 NORM_LAYERS: tuple[type[nn.Module], ...] = (_NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm, nn.RMSNorm)
@@ -143,3 +146,93 @@ class WarmupCosineLR(LRScheduler):
         """Learning rates for the current step, one per parameter group."""
         f = self.factor(self.last_epoch)
         return [base * f for base in self.base_lrs]
+
+
+def default_optimizer(params) -> Optimizer:
+    """``model.optimizer: null``: AdamW, lr 3e-3, weight decay 0.05."""
+    return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.05)
+
+
+def default_scheduler(optimizer: Optimizer, total_steps: int | None = None) -> LRScheduler:
+    """``model.lr_scheduler: null``: :class:`WarmupCosineLR` with a 5% warmup."""
+    return WarmupCosineLR(optimizer, warmup_steps=0.05, total_steps=total_steps)
+
+
+def param_groups(module: nn.Module, no_decay_norm_and_bias: bool, backbone: nn.Module, backbone_lr_scale: float):
+    """What the task hands its optimiser: :func:`weight_decay_groups` (or every parameter), split into named
+    backbone/head groups by :func:`split_groups_by_module` when ``backbone_lr_scale`` is not 1.
+
+    Args:
+        module: The module whose parameters to optimise.
+        no_decay_norm_and_bias: Exempt norm-layer parameters and biases from weight decay.
+        backbone: The submodule whose parameters get the scaled rate.
+        backbone_lr_scale: The backbone's learning rate as a fraction of the rest's (applied by
+            :func:`scale_backbone_groups` once the optimiser exists).
+    """
+    params = weight_decay_groups(module) if no_decay_norm_and_bias else module.parameters()
+    if backbone_lr_scale == 1.0:
+        return params
+    params = list(params)
+    groups = params if params and isinstance(params[0], dict) else [{"params": params}]
+    return split_groups_by_module(groups, backbone, "backbone", rest="head")
+
+
+def scale_backbone_groups(optimizer: Optimizer, backbone_lr_scale: float) -> None:
+    """Multiply the learning rate of the groups named ``backbone*`` by ``backbone_lr_scale``, in place."""
+    for group in optimizer.param_groups:
+        if group.get("name", "").startswith("backbone"):
+            group["lr"] *= backbone_lr_scale
+
+
+def factory_target(factory) -> tuple[object, dict]:
+    """The scheduler class (or function) a scheduler factory builds, and the keyword arguments it was given.
+
+    Why this reads a ``functools.partial``: LightningCLI turns ``model.lr_scheduler: {class_path, init_args}`` into
+    ``functools.partial(<LightningCLI's instantiator>, SchedulerClass, **init_args)``, and no public API says which
+    class is inside. We need it to fill an unset ``total_steps`` and to give ``OneCycleLR`` one ``max_lr`` per group.
+    What breaks it: LightningCLI building scheduler callables another way (not a ``partial``, or the class not among
+    its positional arguments). Then this returns the factory itself and no keywords: ``total_steps`` stays unset and
+    the scheduler raises for it, naming the argument. A plain function or class as the factory works as is.
+    """
+    target, keywords = factory, {}
+    while isinstance(target, functools.partial):
+        keywords = {**(target.keywords or {}), **keywords}
+        classes = [a for a in target.args if inspect.isclass(a)]
+        target = classes[0] if classes else target.func
+    return target, keywords
+
+
+def build_scheduler(factory, optimizer: Optimizer, estimated_steps: int):
+    """Call the scheduler ``factory``, filling an unset ``total_steps`` with ``estimated_steps``.
+
+    ``OneCycleLR`` sets every group's rate from one ``max_lr``; to keep the groups' ratios (``backbone_lr_scale``,
+    ``scale_lr_with_batch``) each group gets ``max_lr`` x its rate / the optimiser's configured rate.
+
+    Args:
+        factory: ``model.lr_scheduler``: takes the optimiser (and keyword arguments), returns a scheduler.
+        optimizer: The optimiser, its groups' rates already scaled.
+        estimated_steps: ``trainer.estimated_stepping_batches``.
+    """
+    target, given = factory_target(factory)
+    kwargs = {}
+    if given.get("total_steps") is None and _takes(target, "total_steps"):
+        kwargs["total_steps"] = int(estimated_steps)
+    max_lr = given.get("max_lr")
+    if target is OneCycleLR and isinstance(max_lr, (int, float)):
+        base = optimizer.defaults["lr"]
+        kwargs["max_lr"] = [max_lr * group["lr"] / base for group in optimizer.param_groups]
+    return factory(optimizer, **kwargs)
+
+
+def scheduler_config(scheduler, plateau_monitor: str) -> dict:
+    """Lightning's ``lr_scheduler`` entry: every optimiser step, or (``ReduceLROnPlateau``) every epoch on a metric."""
+    if isinstance(scheduler, ReduceLROnPlateau):
+        return {"scheduler": scheduler, "interval": "epoch", "monitor": plateau_monitor}
+    return {"scheduler": scheduler, "interval": "step"}
+
+
+def _takes(target, argument: str) -> bool:
+    try:
+        return argument in inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return False

@@ -2,40 +2,37 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import Literal
 
 import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning.pytorch.utilities import rank_zero_info
-from torch import nn
-from torch.optim.lr_scheduler import OneCycleLR, ReduceLROnPlateau
 from torchmetrics import MeanMetric
 
+from litstarter.batch_scaling import ScaleMode, batch_plan, scale_lr
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.data.base import stored_image_size
+from litstarter.losses import ClassWeights, cross_entropy, inverse_frequency_weights
 from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
 from litstarter.models import check_weights, create_backbone, list_backbones
 from litstarter.models.classifier import architecture_of, build_classifier
-from litstarter.models.transfer import COMPILED_PREFIX, TransferReport, load_matching_weights
-from litstarter.optim import split_groups_by_module, total_grad_norm, weight_decay_groups
+from litstarter.models.compiled import compile_backbone, match_keys, uncompile_backbone, uncompiled_keys
+from litstarter.models.transfer import TransferReport, load_matching_weights
+from litstarter.optim import (
+    build_scheduler,
+    default_optimizer,
+    default_scheduler,
+    param_groups,
+    scale_backbone_groups,
+    scheduler_config,
+    total_grad_norm,
+)
 
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
 PLATEAU_MONITOR = "val/loss"
 # The registry is the one list of backbones: configs are checked against it and --help shows it.
 BackboneName = Literal[tuple(list_backbones())]
-
-
-def _default_optimizer(params) -> torch.optim.Optimizer:
-    return torch.optim.AdamW(params, lr=3e-3, weight_decay=0.05)
-
-
-def _default_scheduler(optimizer: torch.optim.Optimizer, total_steps: int | None = None):
-    from litstarter.optim import WarmupCosineLR
-
-    return WarmupCosineLR(optimizer, warmup_steps=0.05, total_steps=total_steps)
 
 
 #: Train-metric updates are batched over this many steps (see ``ImageClassifier._update_train_metrics``).
@@ -116,58 +113,30 @@ class ImageClassifier(L.LightningModule):
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
         label_smoothing: float = 0.0,
-        class_weights: Literal["auto"] | list[float] | None = None,
+        class_weights: ClassWeights = None,
         no_decay_norm_and_bias: bool = True,
         gradient_checkpointing: bool = False,
         channels_last: bool = False,
         compile: bool | dict = False,
-        scale_lr_with_batch: Literal["none", "linear", "sqrt"] = "none",
+        scale_lr_with_batch: ScaleMode = "none",
         reference_batch_size: int = 64,
     ) -> None:
         super().__init__()
-        if num_classes < 2:
-            raise ValueError(f"model.num_classes must be >= 2, got {num_classes}")
-        if class_names is not None and len(class_names) != num_classes:
-            raise ValueError(f"model.class_names has {len(class_names)} names but num_classes is {num_classes}")
-        if not 0 <= label_smoothing < 1:
-            raise ValueError(f"model.label_smoothing must be in [0, 1), got {label_smoothing}")
-        if isinstance(class_weights, str) and class_weights != "auto":
-            raise ValueError(f"model.class_weights must be 'auto', a list of weights or null, got {class_weights!r}")
-        if isinstance(class_weights, (list, tuple)) and (len(class_weights) != num_classes or min(class_weights) <= 0):
-            raise ValueError(
-                f"model.class_weights must be {num_classes} positive numbers (one per class), got {class_weights}"
-            )
-        if freeze_backbone_epochs < 0:
-            raise ValueError(f"model.freeze_backbone_epochs must be >= 0, got {freeze_backbone_epochs}")
-        if not backbone_lr_scale > 0:
-            raise ValueError(f"model.backbone_lr_scale must be > 0, got {backbone_lr_scale}")
-        if reference_batch_size < 1:
-            raise ValueError(f"model.reference_batch_size must be >= 1, got {reference_batch_size}")
+        _check_arguments(num_classes, class_names, freeze_backbone_epochs, backbone_lr_scale, reference_batch_size)
         self.save_hyperparameters()
         self.class_names = list(class_names) if class_names else [str(i) for i in range(num_classes)]
         # Defaults as None, not as functions: hparams then hold no pickled function, so a checkpoint made
         # from plain Python still loads with weights_only=True.
-        self.optimizer = optimizer or _default_optimizer
-        self.lr_scheduler = lr_scheduler or _default_scheduler
+        self.optimizer = optimizer or default_optimizer
+        self.lr_scheduler = lr_scheduler or default_scheduler
         # The same build as a checkpoint's rebuild; mean/std are placeholders until setup() copies the data's.
         self.net = build_classifier(architecture_of(self.hparams))
         try:  # a weights name is checked now; files are read when fitting starts
             check_weights(backbone, weights)
         except ValueError as err:
             raise ValueError(f"model.weights: {err}") from None
-        if gradient_checkpointing:
-            if not hasattr(self.net.backbone, "set_grad_checkpointing"):
-                raise ValueError(
-                    f"model.gradient_checkpointing=true but backbone {backbone!r} has no set_grad_checkpointing()"
-                )
-            self.net.backbone.set_grad_checkpointing(True)
-        if channels_last:
-            self.net.to(memory_format=torch.channels_last)
-        # The weight is a buffer of the loss module, so checkpoints carry it (also the `auto` one from setup).
-        weight = None
-        if class_weights is not None:
-            weight = torch.ones(num_classes) if class_weights == "auto" else torch.tensor(class_weights).float()
-        self.criterion = nn.CrossEntropyLoss(weight=weight, label_smoothing=label_smoothing)
+        self.net.set_memory_options(gradient_checkpointing=gradient_checkpointing, channels_last=channels_last)
+        self.criterion = cross_entropy(num_classes, class_weights, label_smoothing)
         # One metric object per stage: sharing one would mix train and val state.
         self.train_metrics = classification_metrics(num_classes, "train")
         self.val_metrics = classification_metrics(num_classes, "val")
@@ -181,7 +150,7 @@ class ImageClassifier(L.LightningModule):
 
     def setup(self, stage: str) -> None:
         """Before fitting, take the normalisation statistics from the data module (its train split)."""
-        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        datamodule = self.trainer.datamodule  # setup() is called by a Trainer
         if stage == "fit" and datamodule is not None and hasattr(datamodule, "normalization"):
             # Overwritten again by a checkpoint's buffers when resuming; that is the right order.
             self.net.set_normalization(*datamodule.normalization())
@@ -245,11 +214,10 @@ class ImageClassifier(L.LightningModule):
         """Log the global gradient norm before clipping (Lightning clips right after this hook; AMP has
         already unscaled). Rising spikes here come before a loss that goes NaN.
 
-        Only on the steps whose metrics reach the logger (every ``trainer.log_every_n_steps``), the test the
-        stock LearningRateMonitor and ThroughputMonitor use: the norm is a pass over every gradient.
+        Only on the steps whose metrics reach the logger (every ``trainer.log_every_n_steps``, see
+        :func:`logs_this_step`): the norm is a pass over every gradient.
         """
-        connector = getattr(self.trainer, "_logger_connector", None)
-        if connector is not None and not connector.should_update_logs:
+        if not logs_this_step(self.trainer):
             return
         self.log("train/grad_norm", total_grad_norm(self.parameters()), on_step=True, on_epoch=False)
 
@@ -322,94 +290,32 @@ class ImageClassifier(L.LightningModule):
         the backbone, if asked (after a checkpoint was restored into the plain one)."""
         if self.trainer.ckpt_path is None:
             self.load_initial_weights()
-        compile_args = self.hparams.get("compile")
-        if compile_args and not hasattr(self.net.backbone, "_orig_mod"):
-            kwargs = compile_args if isinstance(compile_args, dict) else {}
-            self.net.backbone = torch.compile(self.net.backbone, **kwargs)
+        compile_backbone(self.net, self.hparams.get("compile"))
 
     def on_fit_end(self) -> None:
         """Undo ``compile``: testing, export and later fits get the plain backbone (same parameters)."""
-        if hasattr(self.net.backbone, "_orig_mod"):
-            self.net.backbone = self.net.backbone._orig_mod
+        uncompile_backbone(self.net)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Save weights under their uncompiled names, so a compiled run's checkpoint loads anywhere."""
-        checkpoint["state_dict"] = {k.replace(COMPILED_PREFIX, ""): v for k, v in checkpoint["state_dict"].items()}
+        checkpoint["state_dict"] = uncompiled_keys(checkpoint["state_dict"])
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Match the checkpoint's keys to this model, compiled or not, whichever way the checkpoint was saved."""
-        own = {k.replace(COMPILED_PREFIX, ""): k for k in self.state_dict()}
-        state = checkpoint["state_dict"]
-        checkpoint["state_dict"] = {
-            own.get(k.replace(COMPILED_PREFIX, ""), k.replace(COMPILED_PREFIX, "")): v for k, v in state.items()
-        }
+        checkpoint["state_dict"] = match_keys(checkpoint["state_dict"], self.state_dict())
 
     def configure_optimizers(self):
         """Optimiser from ``optimizer`` over parameter groups; ``lr_scheduler`` stepped every optimiser step
         (``ReduceLROnPlateau``: every epoch, after validation, on ``val/loss``)."""
-        params = weight_decay_groups(self) if self.hparams.get("no_decay_norm_and_bias", True) else self.parameters()
-        lr_scale = self.hparams.get("backbone_lr_scale", 1.0)
-        if lr_scale != 1.0:
-            params = split_groups_by_module(list(_as_groups(params)), self.net.backbone, "backbone", rest="head")
-        optimizer = self.optimizer(params)
-        for group in optimizer.param_groups:  # before the scheduler, which takes each group's lr as its base
-            if group.get("name", "").startswith("backbone"):
-                group["lr"] *= lr_scale
-        self._scale_lr(optimizer, self.batch_plan())
-        scheduler = self._build_scheduler(optimizer)
-        if isinstance(scheduler, ReduceLROnPlateau):
-            config = {"scheduler": scheduler, "interval": "epoch", "monitor": PLATEAU_MONITOR}
-        else:
-            config = {"scheduler": scheduler, "interval": "step"}
-        return {"optimizer": optimizer, "lr_scheduler": config}
-
-    def batch_plan(self) -> dict[str, int]:
-        """World size, nodes, devices, per-device batch, accumulation and the effective global batch."""
-        trainer = self.trainer
-        per_device = getattr(trainer.datamodule, "batch_size", None) if trainer.datamodule is not None else None
-        plan = {
-            "world_size": trainer.world_size,
-            "num_nodes": trainer.num_nodes,
-            "devices": trainer.num_devices,
-            "per_device_batch": int(per_device or 0),
-            "accumulate_grad_batches": trainer.accumulate_grad_batches,
-        }
-        plan["global_batch"] = plan["per_device_batch"] * plan["world_size"] * plan["accumulate_grad_batches"]
-        return plan
-
-    def _scale_lr(self, optimizer: torch.optim.Optimizer, plan: dict[str, int]) -> None:
-        """Print the batch plan; scale every group's learning rate per ``scale_lr_with_batch``."""
-        mode = self.hparams.get("scale_lr_with_batch", "none")
-        reference = self.hparams.get("reference_batch_size", 64)
-        factor = 1.0
-        if mode != "none" and plan["global_batch"] > 0:
-            ratio = plan["global_batch"] / reference
-            factor = ratio if mode == "linear" else ratio**0.5
-        for group in optimizer.param_groups:
-            group["lr"] *= factor
-        rank_zero_info(
-            f"batch plan: world size {plan['world_size']} = {plan['num_nodes']} node(s) x {plan['devices']} device(s); "
-            f"per-device batch {plan['per_device_batch']} x accumulation {plan['accumulate_grad_batches']} "
-            f"-> effective global batch {plan['global_batch']}"
-        )
-        if mode != "none":
-            rank_zero_info(
-                f"scale_lr_with_batch={mode}: lr x {factor:.4g} (global batch {plan['global_batch']} vs reference "
-                f"{reference}) -> lr {optimizer.param_groups[0]['lr']:.4g}"
-            )
-
-    def _build_scheduler(self, optimizer: torch.optim.Optimizer):
-        """Call ``lr_scheduler``, filling an unset ``total_steps`` from the Trainer's estimate."""
-        kwargs = {}
-        if _accepts_unset_total_steps(self.lr_scheduler):
-            kwargs["total_steps"] = int(self.trainer.estimated_stepping_batches)
-        max_lr = (getattr(self.lr_scheduler, "keywords", None) or {}).get("max_lr")
-        if _factory_class(self.lr_scheduler) is OneCycleLR and isinstance(max_lr, (int, float)):
-            # OneCycleLR overwrites every group's lr from one max_lr; keep the groups' ratios (backbone_lr_scale,
-            # scale_lr_with_batch) by giving each group max_lr x its lr / the optimiser's configured lr.
-            base = optimizer.defaults["lr"]
-            kwargs["max_lr"] = [max_lr * group["lr"] / base for group in optimizer.param_groups]
-        return self.lr_scheduler(optimizer, **kwargs)
+        hparams = self.hparams
+        lr_scale = hparams.get("backbone_lr_scale", 1.0)
+        no_decay = hparams.get("no_decay_norm_and_bias", True)
+        optimizer = self.optimizer(param_groups(self, no_decay, self.net.backbone, lr_scale))
+        scale_backbone_groups(optimizer, lr_scale)  # before the scheduler, which takes each group's lr as its base
+        mode, reference = hparams.get("scale_lr_with_batch", "none"), hparams.get("reference_batch_size", 64)
+        scale_lr(optimizer, batch_plan(self.trainer), mode, reference)
+        scheduler = build_scheduler(self.lr_scheduler, optimizer, self.trainer.estimated_stepping_batches)
+        return {"optimizer": optimizer, "lr_scheduler": scheduler_config(scheduler, PLATEAU_MONITOR)}
 
 
 def batch_size(batch: tuple[torch.Tensor, torch.Tensor] | torch.Tensor) -> int:
@@ -417,40 +323,27 @@ def batch_size(batch: tuple[torch.Tensor, torch.Tensor] | torch.Tensor) -> int:
     return len(batch[0] if isinstance(batch, (tuple, list)) else batch)
 
 
-def inverse_frequency_weights(counts, class_names: list[str]) -> torch.Tensor:
-    """``total / (K * count)`` per class: 1 for every class when balanced, larger for rarer classes."""
-    counts = torch.as_tensor(counts, dtype=torch.float64)
-    if len(counts) != len(class_names) or (counts == 0).any():
-        missing = [name for name, n in zip(class_names, counts.tolist(), strict=False) if n == 0]
-        raise ValueError(f"model.class_weights=auto: no training samples for classes {missing} ({counts.tolist()})")
-    return (counts.sum() / (len(counts) * counts)).float()
+def logs_this_step(trainer: L.Trainer) -> bool:
+    """Whether the optimiser step under way is one whose ``on_step`` metrics reach the logger.
 
-
-def _as_groups(params) -> list[dict]:
-    """Parameter groups from what an optimiser accepts: groups as they are, bare parameters as one group."""
-    params = list(params)
-    return params if params and isinstance(params[0], dict) else [{"params": params}]
-
-
-def _accepts_unset_total_steps(factory) -> bool:
-    """True if ``factory`` takes a ``total_steps`` argument that was not given a value.
-
-    LightningCLI hands us ``functools.partial(instantiator, SchedulerClass, **init_args)``; a plain
-    function or class works too.
+    The same test as Lightning's own (every ``log_every_n_steps``-th step, counting from 1, and the last step
+    before stopping), from public Trainer attributes: before the optimiser step, ``global_step`` still counts
+    the steps done.
     """
-    given = getattr(factory, "keywords", None) or {}
-    if given.get("total_steps") is not None:
-        return False
-    try:
-        return "total_steps" in inspect.signature(_factory_class(factory)).parameters
-    except (TypeError, ValueError):
-        return False
+    return (trainer.global_step + 1) % trainer.log_every_n_steps == 0 or trainer.should_stop
 
 
-def _factory_class(factory):
-    """The class (or function) behind LightningCLI's ``partial(instantiator, SchedulerClass, **init_args)``."""
-    target = factory
-    while isinstance(target, functools.partial):
-        classes = [a for a in target.args if inspect.isclass(a)]
-        target = classes[0] if classes else target.func
-    return target
+def _check_arguments(
+    num_classes: int, class_names, freeze_backbone_epochs: int, backbone_lr_scale: float, reference_batch_size: int
+) -> None:
+    """One ``model.<key> must ...`` line for an argument out of range (the loss checks its own)."""
+    if num_classes < 2:
+        raise ValueError(f"model.num_classes must be >= 2, got {num_classes}")
+    if class_names is not None and len(class_names) != num_classes:
+        raise ValueError(f"model.class_names has {len(class_names)} names but num_classes is {num_classes}")
+    if freeze_backbone_epochs < 0:
+        raise ValueError(f"model.freeze_backbone_epochs must be >= 0, got {freeze_backbone_epochs}")
+    if not backbone_lr_scale > 0:
+        raise ValueError(f"model.backbone_lr_scale must be > 0, got {backbone_lr_scale}")
+    if reference_batch_size < 1:
+        raise ValueError(f"model.reference_batch_size must be >= 1, got {reference_batch_size}")

@@ -18,7 +18,6 @@ def fake_trainer(scaler=None) -> SimpleNamespace:
         precision_plugin=SimpleNamespace(scaler=scaler),
         global_step=7,
         current_epoch=1,
-        fit_loop=SimpleNamespace(epoch_loop=SimpleNamespace(batch_idx=3)),
         checkpoint_callback=SimpleNamespace(best_model_path="/run/best.ckpt", last_model_path="/run/last.ckpt"),
     )
 
@@ -29,6 +28,7 @@ def one_step(guard: StopOnNonFiniteLoss, trainer, loss: float, grad: float) -> N
     for p in module.parameters():
         p.grad = torch.full_like(p, grad)
     optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+    guard.on_train_batch_start(trainer, module, None, batch_idx=3)
     guard.on_before_backward(trainer, module, torch.tensor(loss))
     guard.on_before_optimizer_step(trainer, module, optimizer)
 

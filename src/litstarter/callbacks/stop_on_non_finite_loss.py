@@ -38,6 +38,11 @@ class StopOnNonFiniteLoss(L.Callback):
 
     def __init__(self) -> None:
         self._loss_finite: torch.Tensor | None = None  # () bool on the device, ANDed over accumulated batches
+        self._batch_idx = 0  # the epoch's batch under way, for the message
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch, batch_idx: int) -> None:
+        """Remember which batch of the epoch is under way."""
+        self._batch_idx = batch_idx
 
     def on_before_backward(self, trainer: L.Trainer, pl_module: L.LightningModule, loss: torch.Tensor) -> None:
         """Remember whether this (micro-)batch's loss is finite, without synchronising."""
@@ -68,7 +73,7 @@ class StopOnNonFiniteLoss(L.Callback):
         what = "loss" if not loss_ok else "gradient norm (the loss itself was finite)"
         raise NonFiniteLossError(
             f"Non-finite {what} at global step {trainer.global_step}, epoch {trainer.current_epoch} "
-            f"(batch {trainer.fit_loop.epoch_loop.batch_idx} of the epoch). Training stopped before the "
+            f"(batch {self._batch_idx} of the epoch). Training stopped before the "
             f"optimiser step; checkpoints saved so far are intact"
             f"{_checkpoint_paths(trainer)}.\n{LIKELY_CAUSES}"
         )

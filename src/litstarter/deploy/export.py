@@ -17,243 +17,140 @@ and the ONNX, TorchScript and pt2 files embed the same JSON. The export is built
 from __future__ import annotations
 
 import argparse
-import glob
-import io
 import os
 import shutil
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
-import numpy as np
 import torch
 
 import litstarter
-from litstarter.deploy.backends import open_model, torchscript_quietly
-from litstarter.deploy.contract import EMBEDDED_KEY, SIDECAR_NAME, ModelContract
+from litstarter.deploy.backends import open_model
+from litstarter.deploy.contract import SIDECAR_NAME, ModelContract
+from litstarter.deploy.export_data import ExportData, ExportError, load_export_data
+from litstarter.deploy.export_folder import (
+    ARTIFACT_NAMES,
+    FORMATS,
+    REPORT_NAME,
+    check_out_dir,
+    replace_export,
+    run_folder,
+)
 from litstarter.deploy.quantize import quantize_int8
 from litstarter.deploy.verify import ArtifactRejected, Tolerances, compare, format_report, run_batches
+from litstarter.deploy.writers import write_exported, write_onnx, write_torchscript, write_weights
 from litstarter.errors import UsageError, run_reporting
 from litstarter.io import atomic_write, write_json
-from litstarter.leftovers import owner_tag, remove_stale
 from litstarter.models import Classifier
 from litstarter.models.classifier import architecture_of
 from litstarter.models.weights import classifier_from_checkpoint
 
-#: Format name (for --formats) -> (file name, backend kind).
-FORMATS: dict[str, tuple[str, str]] = {
-    "weights": ("weights.pt", "weights"),
-    "ts": ("model.ts", "torchscript"),
-    "pt2": ("model.pt2", "exported"),
-    "onnx": ("model.onnx", "onnx"),
-    "int8": ("model.int8.onnx", "onnx"),
-}
-REPORT_NAME = "export_report.json"
-ARTIFACT_NAMES = tuple(name for name, _ in FORMATS.values())
-#: Every file an export writes; an --out folder holding any of them already holds an export.
-EXPORT_FILES = frozenset([*ARTIFACT_NAMES, SIDECAR_NAME, REPORT_NAME])
-
 
 @dataclass
-class ExportData:
-    """Real images for verification and calibration, in the eval view of training.
+class ExportJob:
+    """One export under way: the eager network, its contract, the verification images and the eager reference.
 
     Args:
-        test_images: ``(N, C, H, W)`` uint8 from the test split.
-        test_labels: ``(N,)`` int64.
-        calibration_images: ``(M, C, H, W)`` uint8 from the train split (no augmentation).
-        resize_size: The size the data module stores images at.
-        split: Where the verification images come from: ``test``, or ``val`` for data without a test split.
+        net: The eager network in eval mode.
+        contract: The model contract every artifact embeds.
+        data: Verification and calibration images.
+        staging: The folder the artifacts are written to before they move into ``--out``.
+        opset: ONNX opset.
+        tolerances: What each artifact must meet.
     """
 
-    test_images: np.ndarray
-    test_labels: np.ndarray
-    calibration_images: np.ndarray
-    resize_size: tuple[int, int]
-    split: str = "test"
+    net: Classifier
+    contract: ModelContract
+    data: ExportData
+    staging: Path
+    opset: int = 18
+    tolerances: Tolerances = field(default_factory=Tolerances)
+    #: Artifacts kept so far: file name -> what its writer reported.
+    artifacts: dict[str, dict] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.batch_sizes = {32: self.data.test_images, 1: self.data.test_images[:64]}
+        self.reference = {b: run_batches(self.net, images, b) for b, images in self.batch_sizes.items()}
+        self.eager_accuracy = float((self.reference[32].argmax(1) == self.data.test_labels).mean())
+        self.example = torch.from_numpy(self.data.test_images[:2].copy())  # 2: a batch of 1 would fix the dim
 
-class ExportError(UsageError, ValueError):
-    """Bad input to export (an existing export, a config that does not match the checkpoint, ...)."""
+    def write(self, fmt: str, path: Path) -> dict:
+        """Write format ``fmt`` to ``path``; returns what the writer reports."""
+        if fmt == "onnx":
+            return write_onnx(self.net, path, self.contract, self.example, self.opset)
+        if fmt == "int8":
+            # The model.onnx verified before this; without one (not asked for, or rejected), a fresh fp32 export.
+            fp32 = self.staging / ("model.onnx" if "model.onnx" in self.artifacts else ".fp32.onnx")
+            if not fp32.exists():
+                write_onnx(self.net, fp32, self.contract, self.example, self.opset)
+            return quantize_int8(fp32, path, self.data.calibration_images, self.contract)
+        writer = {"weights": write_weights, "ts": write_torchscript, "pt2": write_exported}[fmt]
+        return writer(self.net, path, self.contract, self.example)
 
+    def verify(self, fmt: str, path: Path) -> dict:
+        """Load ``path`` back in its runtime, run the verification batches and compare with the eager model.
 
-def datamodule_from_config(config_path: Path):
-    """Instantiate the ``data`` section of a run's ``config.yaml`` (with ``num_workers: 0``)."""
-    import yaml
-    from jsonargparse import ArgumentParser
+        Raises:
+            ArtifactRejected: If the figures miss the tolerances.
+        """
+        name, kind = FORMATS[fmt]
+        backend = open_model(path, kind=kind, contract=self.contract, trust_model=True)  # made just now, by us
+        outputs = {b: run_batches(backend, images, b) for b, images in self.batch_sizes.items()}
+        figures = compare(name, outputs, self.reference, self.data.test_labels, fmt == "int8", self.tolerances)
+        figures["runtime"] = backend.runtime
+        if not figures["passed"]:
+            raise ArtifactRejected(figures)  # atomic_write removes the temporary file
+        return figures
 
-    from litstarter.data.base import ArrayDataModule
+    def write_and_verify(self, fmt: str, info: dict, path: Path) -> None:
+        """:meth:`write` then :meth:`verify`; fills ``info`` with the writer's report and the figures."""
+        info.update(self.write(fmt, path))
+        info["figures"] = self.verify(fmt, path)
 
-    config = yaml.safe_load(config_path.read_text())
-    if not isinstance(config, dict) or not isinstance(config.get("data"), dict):
-        raise ExportError(f"{config_path} has no 'data' section (class_path + init_args) to build the data from")
-    data = {**config["data"], "init_args": {**(config["data"].get("init_args") or {}), "num_workers": 0}}
-    parser = ArgumentParser(exit_on_error=False)
-    parser.add_subclass_arguments(ArrayDataModule, "data", required=True)
-    try:
-        return parser.instantiate_classes(parser.parse_object({"data": data})).data
-    except Exception as err:
-        raise ExportError(f"cannot build the data module from {config_path}: {err}") from err
-
-
-def stratified_sample(labels: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
-    """``n`` indices (all of them if there are fewer) drawn at random within each class, classes in proportion.
-
-    Image-folder splits are ordered by class, so their first ``n`` items would cover only the first classes.
-    The returned order interleaves the classes, so every prefix is stratified too.
-
-    Args:
-        labels: ``(N,)`` class index of every item.
-        n: How many indices to return.
-        seed: Seed for the draw.
-    """
-    labels = np.asarray(labels)
-    order = np.random.default_rng(seed).permutation(len(labels))
-    rank = np.empty(len(labels))  # an item's place within its class, as a fraction of the class
-    for c in np.unique(labels):
-        members = order[labels[order] == c]  # class c in random order
-        rank[members] = (np.arange(len(members)) + 0.5) / len(members)
-    return order[np.argsort(rank[order], kind="stable")][:n]
-
-
-def _eval_view(dataset, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Items of an ``ArrayImageDataset`` by plain index (the deterministic, un-augmented view)."""
-    items = [dataset[int(i)] for i in indices]
-    images = np.stack([np.asarray(image) for image, _ in items])  # (N, C, H, W) uint8
-    return images, np.asarray([label for _, label in items], dtype=np.int64)
-
-
-def load_export_data(
-    config_path: Path, hparams: dict, verify_samples: int = 512, calibration_images: int = 300, seed: int = 0
-) -> ExportData:
-    """Build the run's data module and take seeded, stratified samples of its test and train images.
-
-    Data without a test split is verified on its val split instead (the report says which).
-
-    Raises:
-        ExportError: If the data does not match the checkpoint (classes, channels, size, stored size).
-    """
-    if not config_path.is_file():
-        raise ExportError(
-            f"no run config at {config_path}; export verifies on the run's own test data, so pass "
-            "--config <run>/config.yaml"
-        )
-    dm = datamodule_from_config(config_path)
-    dm.setup("fit")
-    if dm.test_set is None:
-        dm.setup("test")
-    checks = {
-        "class_names": (list(dm.class_names), list(hparams.get("class_names") or dm.class_names)),
-        "channels": (int(dm.channels), int(hparams["in_channels"])),
-        "image_size": (tuple(dm.image_size), tuple(hparams["image_size"])),
-    }
-    for key, (data_value, ckpt_value) in checks.items():
-        if data_value != ckpt_value:
-            raise ExportError(
-                f"{config_path} builds data with {key}={data_value} but the checkpoint has {key}={ckpt_value}; "
-                "is the config from another run?"
-            )
-    split, held_out = ("test", dm.test_set) if dm.test_set is not None else ("val", dm.val_set)
-    stored = tuple(held_out.images.shape[-2:])
-    recorded = hparams.get("cache_size")
-    if recorded is not None and tuple(recorded) != stored:
-        raise ExportError(
-            f"the checkpoint records cache_size={list(recorded)} but the data module from {config_path} stores "
-            f"images at {list(stored)}; inference would resize differently from training"
-        )
-    test_images, test_labels = _eval_view(held_out, stratified_sample(held_out.labels, verify_samples, seed))
-    calibration, _ = _eval_view(dm.train_set, stratified_sample(dm.train_set.labels, calibration_images, seed))
-    return ExportData(test_images, test_labels, calibration, stored, split)
-
-
-def _batch_dim() -> dict:
-    return {0: torch.export.Dim("batch", min=1)}
-
-
-def write_weights(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
-    """``weights.pt``: the state_dict only (loads with ``torch.load(..., weights_only=True)``)."""
-    torch.save(net.state_dict(), path)
-    return {"format": "state_dict", "loads_with": "torch.load(path, weights_only=True)"}
-
-
-def write_torchscript(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
-    """``model.ts``: TorchScript by tracing (deprecated since torch 2.10; one warning per process)."""
-    with torchscript_quietly(), torch.no_grad():
-        traced = torch.jit.trace(net, example)
-        torch.jit.save(traced, str(path), _extra_files={EMBEDDED_KEY: contract.to_json()})
-    return {"format": "torchscript", "method": "trace", "deprecated_since": "torch 2.10"}
-
-
-def write_exported(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
-    """``model.pt2``: ``torch.export`` with a dynamic batch dimension."""
-    program = torch.export.export(net, (example,), dynamic_shapes=(_batch_dim(),))
-    buffer = io.BytesIO()  # torch.export.save insists on a ".pt2" name; we write a temporary one
-    torch.export.save(program, buffer, extra_files={EMBEDDED_KEY: contract.to_json()})
-    path.write_bytes(buffer.getvalue())
-    return {"format": "torch.export", "dynamic_batch": True}
-
-
-def write_onnx(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor, opset: int = 18) -> dict:
-    """``model.onnx``: the dynamo-based exporter, dynamic batch, input ``input`` / output ``logits``."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=DeprecationWarning)
-        program = torch.onnx.export(
-            net,
-            (example,),
-            dynamo=True,
-            input_names=[contract.input_name],
-            output_names=[contract.output_name],
-            dynamic_shapes=(_batch_dim(),),
-            opset_version=opset,
-            verbose=False,
-        )
-    program.model.metadata_props[EMBEDDED_KEY] = contract.to_json()
-    program.save(str(path))
-    return {"format": "onnx", "opset": opset, "dynamic_batch": True}
-
-
-def run_folder(ckpt_path: Path) -> Path:
-    """The run a checkpoint belongs to: ``<run>`` for ``<run>/checkpoints/x.ckpt``, else the checkpoint's folder."""
-    folder = ckpt_path.resolve().parent
-    return folder.parent if folder.name == "checkpoints" else folder
-
-
-def replace_export(staging: Path, out: Path) -> None:
-    """Move the finished export in ``staging`` into ``out``, replacing any export there.
-
-    The old export's files go first (``model.json`` and the report before its artifacts) and the new ones come
-    in last (``model.json`` and the report after the artifacts), so ``out`` never holds artifacts of two exports
-    and a ``model.json`` never sits beside another export's artifacts. Other files in ``out`` are left alone.
-    """
-    out.mkdir(parents=True, exist_ok=True)
-    for name in (SIDECAR_NAME, REPORT_NAME, *ARTIFACT_NAMES):
-        (out / name).unlink(missing_ok=True)
-    for name in (*ARTIFACT_NAMES, SIDECAR_NAME, REPORT_NAME):
-        if (staging / name).exists():
-            os.replace(staging / name, out / name)
-
-
-def check_out_dir(out: Path, overwrite: bool) -> None:
-    """Refuse an --out that already holds an export, unless ``overwrite``."""
-    existing = sorted(p.name for p in out.iterdir() if p.name in EXPORT_FILES) if out.is_dir() else []
-    if existing and not overwrite:
-        raise ExportError(f"{out} already holds an export ({', '.join(existing)}); pass --overwrite to replace it")
-    if out.exists() and not out.is_dir():
-        raise ExportError(f"--out {out} exists and is not a folder")
-    # The export is staged beside `out` and moved into it: both folders must take files, checked before the work.
-    for folder in dict.fromkeys([out, out.parent]):
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
+    def export(self, fmt: str) -> dict:
+        """Write, verify and keep (or reject) one format in the staging folder; returns its figures."""
+        name = FORMATS[fmt][0]
+        started = time.perf_counter()
+        info: dict = {}
         try:
-            fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=folder)
-            os.close(fd)
-            os.unlink(probe)
-        except OSError as err:
-            raise ExportError(f"--out {out} cannot be written: folder '{folder}': {err.strerror}") from None
+            atomic_write(self.staging / name, partial(self.write_and_verify, fmt, info))
+            figures = info.pop("figures")
+            self.artifacts[name] = info
+        except ArtifactRejected as rejected:
+            figures = rejected.figures
+        except Exception as err:  # the exporter or the runtime failed on this model: reject this artifact only
+            error = f"{type(err).__name__}: {err}"
+            figures = {"passed": False, "error": error, "failures": [f"{name}: export failed: {error}"]}
+        figures["seconds"] = round(time.perf_counter() - started, 2)
+        if "quantization" in info:
+            figures["quantization"] = info["quantization"]
+        return figures
+
+    def report(self, results: dict[str, dict], source: dict, out: Path) -> dict:
+        """The export report: source, eager accuracy, what was verified on, tolerances and every artifact's figures."""
+        tolerances = self.tolerances
+        return {
+            "source": source,
+            "out": str(out),
+            "eager": {"accuracy": self.eager_accuracy, "runtime": f"torch {torch.__version__}"},
+            "verification": {
+                "split": self.data.split,
+                "samples": int(len(self.data.test_images)),
+                "batch_sizes": {str(b): int(len(images)) for b, images in self.batch_sizes.items()},
+            },
+            "tolerances": {
+                "fp32": {"rtol": tolerances.rtol, "atol": tolerances.atol, "top1_agreement": 1.0},
+                "int8": {"max_accuracy_drop": tolerances.int8_max_accuracy_drop},
+            },
+            "artifacts": results,
+            "removed_stale": sorted(n for n in ARTIFACT_NAMES if n not in self.artifacts and (out / n).exists()),
+            "passed": all(r["passed"] for r in results.values()),
+        }
 
 
 def export_checkpoint(
@@ -300,86 +197,22 @@ def export_checkpoint(
     contract = ModelContract.from_hparams(
         hparams, *net.normalization(), resize_size=data.resize_size, architecture=architecture_of(hparams)
     )
-
-    batch_sizes = {32: data.test_images, 1: data.test_images[:64]}
-    reference = {b: run_batches(net, images, b) for b, images in batch_sizes.items()}
-    eager_accuracy = float((reference[32].argmax(1) == data.test_labels).mean())
-    example = torch.from_numpy(data.test_images[:2].copy())  # batch 2: a batch of 1 would specialise the dim
-
-    ordered = [f for f in FORMATS if f in formats]  # onnx before int8: int8 quantizes the model.onnx verified here
-    results: dict[str, dict] = {}
-    artifacts: dict[str, dict] = {}
+    source = {
+        "checkpoint": str(ckpt_path),
+        "config": str(config_path),
+        "litstarter": litstarter.__version__,
+        "torch": torch.__version__,
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
-    # The export is built in a staging folder beside `out` and moved in only once complete: a failure or a kill
-    # part-way leaves `out` as it was. Its name carries our pid and host, so the next export removes what a
-    # killed one left (litstarter.leftovers has the rule).
-    remove_stale(out.parent.glob(f".{glob.escape(out.name)}.*.staging"))
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.{owner_tag()}.", suffix=".staging", dir=out.parent))
+    # Built in a staging folder beside `out` and moved in only once complete: a failure or a kill part-way
+    # leaves `out` as it was.
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
     try:
-        for fmt in ordered:
-            name, kind = FORMATS[fmt]
-            started = time.perf_counter()
-            info: dict = {}
-
-            def write_and_verify(tmp: Path, fmt=fmt, name=name, kind=kind, info=info) -> None:
-                if fmt == "int8":
-                    # The model.onnx verified above; without one (not asked for, or rejected), a fresh fp32 export.
-                    fp32 = staging / "model.onnx" if "model.onnx" in artifacts else staging / ".fp32.onnx"
-                    if not fp32.exists():
-                        write_onnx(net, fp32, contract, example, opset)
-                    info.update(quantize_int8(fp32, tmp, data.calibration_images, contract))
-                elif fmt == "onnx":
-                    info.update(write_onnx(net, tmp, contract, example, opset))
-                else:
-                    writer = {"weights": write_weights, "ts": write_torchscript, "pt2": write_exported}[fmt]
-                    info.update(writer(net, tmp, contract, example))
-                backend = open_model(tmp, kind=kind, contract=contract, trust_model=True)  # made just now, by us
-                outputs = {b: run_batches(backend, images, b) for b, images in batch_sizes.items()}
-                figures = compare(name, outputs, reference, data.test_labels, fmt == "int8", tolerances)
-                figures["runtime"] = backend.runtime
-                if not figures["passed"]:
-                    raise ArtifactRejected(figures)  # atomic_write removes the temporary file
-                info["figures"] = figures
-
-            try:
-                atomic_write(staging / name, write_and_verify)
-                figures = info.pop("figures")
-                artifacts[name] = info
-            except ArtifactRejected as rejected:
-                figures = rejected.figures
-            except Exception as err:  # the exporter or the runtime failed on this model: reject this artifact only
-                error = f"{type(err).__name__}: {err}"
-                figures = {"passed": False, "error": error, "failures": [f"{name}: export failed: {error}"]}
-            figures["seconds"] = round(time.perf_counter() - started, 2)
-            if "quantization" in info:
-                figures["quantization"] = info["quantization"]
-            results[name] = figures
-
-        stale = sorted(n for n in ARTIFACT_NAMES if n not in artifacts and (out / n).exists())
-        source = {
-            "checkpoint": str(ckpt_path),
-            "config": str(config_path),
-            "litstarter": litstarter.__version__,
-            "torch": torch.__version__,
-        }
-        write_json(staging / SIDECAR_NAME, {**contract.to_dict(), "artifacts": artifacts, "source": source})
-        report = {
-            "source": source,
-            "out": str(out),
-            "eager": {"accuracy": eager_accuracy, "runtime": f"torch {torch.__version__}"},
-            "verification": {
-                "split": data.split,
-                "samples": int(len(data.test_images)),
-                "batch_sizes": {str(b): int(len(images)) for b, images in batch_sizes.items()},
-            },
-            "tolerances": {
-                "fp32": {"rtol": tolerances.rtol, "atol": tolerances.atol, "top1_agreement": 1.0},
-                "int8": {"max_accuracy_drop": tolerances.int8_max_accuracy_drop},
-            },
-            "artifacts": results,
-            "removed_stale": stale,
-            "passed": all(r["passed"] for r in results.values()),
-        }
+        job = ExportJob(net, contract, data, staging, opset, tolerances)
+        # In FORMATS order: onnx before int8, which quantizes the model.onnx verified before it.
+        results = {FORMATS[fmt][0]: job.export(fmt) for fmt in FORMATS if fmt in formats}
+        write_json(staging / SIDECAR_NAME, {**contract.to_dict(), "artifacts": job.artifacts, "source": source})
+        report = job.report(results, source, out)
         write_json(staging / REPORT_NAME, report)
         replace_export(staging, out)
     finally:

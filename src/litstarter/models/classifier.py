@@ -54,6 +54,19 @@ class Classifier(nn.Module):
         nn.init.normal_(self.head.weight, std=0.01)
         nn.init.zeros_(self.head.bias)
 
+    def set_memory_options(self, gradient_checkpointing: bool = False, channels_last: bool = False) -> None:
+        """Recompute the backbone's activations in backward (it must have ``set_grad_checkpointing``), and/or keep
+        the weights in NHWC layout."""
+        if gradient_checkpointing:
+            if not hasattr(self.backbone, "set_grad_checkpointing"):
+                name = type(self.backbone).__name__
+                raise ValueError(
+                    f"model.gradient_checkpointing=true but backbone {name} has no set_grad_checkpointing()"
+                )
+            self.backbone.set_grad_checkpointing(True)
+        if channels_last:
+            self.to(memory_format=torch.channels_last)
+
     def set_normalization(self, mean: Sequence[float], std: Sequence[float]) -> None:
         """Overwrite the normalisation buffers (0..1 scale), e.g. with statistics of new data."""
         self.mean.copy_(torch.as_tensor(mean, dtype=torch.float32).view(1, -1, 1, 1) * 255.0)
