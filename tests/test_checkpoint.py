@@ -48,7 +48,7 @@ def test_pickle_that_would_run_code_is_refused(malicious, tmp_path, capsys):
     # A valid sidecar beside it, so that infer gets as far as loading the weights file.
     hparams = {
         "image_size": (8, 8),
-        "cache_size": (8, 8),
+        "resize_size": (8, 8),
         "in_channels": 1,
         "num_classes": 2,
         "backbone": "small_cnn",

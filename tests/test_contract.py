@@ -22,21 +22,21 @@ HPARAMS = {
 
 
 def test_round_trip_through_json():
-    contract = ModelContract.from_hparams({**HPARAMS, "cache_size": (18, 18)}, [0.5] * 3, [0.25] * 3)
+    contract = ModelContract.from_hparams({**HPARAMS, "resize_size": (18, 18)}, [0.5] * 3, [0.25] * 3)
     assert contract.resize_size == (18, 18)
     assert ModelContract.from_json(json.dumps(contract.to_dict())) == contract
     assert contract.to_dict()["input"]["dtype"] == "uint8"
 
 
 def test_stored_size_must_be_known():
-    with pytest.raises(ContractError, match="cache_size"):
+    with pytest.raises(ContractError, match="resize_size"):
         ModelContract.from_hparams(HPARAMS, [0.5] * 3, [0.25] * 3)  # a checkpoint that never recorded it
-    # cache_size: null is documented as "stored at image_size".
-    assert ModelContract.from_hparams({**HPARAMS, "cache_size": None}, [0.5] * 3, [0.25] * 3).resize_size == (16, 16)
+    # resize_size: null is documented as "stored at image_size".
+    assert ModelContract.from_hparams({**HPARAMS, "resize_size": None}, [0.5] * 3, [0.25] * 3).resize_size == (16, 16)
 
 
 def test_malformed_sidecar_names_file_and_key(tmp_path):
-    contract = ModelContract.from_hparams({**HPARAMS, "cache_size": (18, 18)}, [0.5] * 3, [0.25] * 3)
+    contract = ModelContract.from_hparams({**HPARAMS, "resize_size": (18, 18)}, [0.5] * 3, [0.25] * 3)
     data = contract.to_dict()
     del data["preprocessing"]["resize_size"]
     (tmp_path / "model.json").write_text(json.dumps(data))
@@ -55,7 +55,7 @@ def test_malformed_sidecar_names_file_and_key(tmp_path):
     ],
 )
 def test_bad_value_in_sidecar_names_the_file(tmp_path, section, key, value, named):
-    data = ModelContract.from_hparams({**HPARAMS, "cache_size": (18, 18)}, [0.5] * 3, [0.25] * 3).to_dict()
+    data = ModelContract.from_hparams({**HPARAMS, "resize_size": (18, 18)}, [0.5] * 3, [0.25] * 3).to_dict()
     data[section][key] = value
     sidecar = tmp_path / "model.json"
     sidecar.write_text(json.dumps(data))
@@ -65,7 +65,7 @@ def test_bad_value_in_sidecar_names_the_file(tmp_path, section, key, value, name
 
 
 def test_load_image_resizes_to_the_stored_size_then_centre_crops(tmp_path):
-    contract = ModelContract.from_hparams({**HPARAMS, "cache_size": (18, 18)}, [0.5] * 3, [0.25] * 3)
+    contract = ModelContract.from_hparams({**HPARAMS, "resize_size": (18, 18)}, [0.5] * 3, [0.25] * 3)
     pixels = np.zeros((36, 72, 3), dtype=np.uint8)
     pixels[:, 36:] = 255  # left half black, right half white
     Image.fromarray(pixels).save(tmp_path / "wide.png")

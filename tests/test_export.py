@@ -16,7 +16,7 @@ from litstarter.data import DigitsDataModule
 from litstarter.deploy import export, export_data, quantize
 from litstarter.deploy.backends import open_model
 from litstarter.deploy.contract import SIDECAR_NAME, ModelContract
-from litstarter.preprocess import cache_size_for
+from litstarter.preprocess import resize_size_for
 from tests.conftest import best_checkpoint
 from tests.data.images import make_split_folder
 
@@ -292,7 +292,7 @@ def test_verification_and_calibration_images_span_the_classes_of_a_class_ordered
     init = {"root": str(root), "image_size": 8, "cache_dir": str(tmp_path / "cache"), "cache_workers": 0}
     config = tmp_path / "config.yaml"
     config.write_text(json.dumps({"data": {"class_path": "litstarter.data.ImageFolderDataModule", "init_args": init}}))
-    hparams = {"class_names": list(counts), "in_channels": 3, "image_size": (8, 8), "cache_size": cache_size_for(8)}
+    hparams = {"class_names": list(counts), "in_channels": 3, "image_size": (8, 8), "resize_size": resize_size_for(8)}
     data = export_data.load_export_data(config, hparams, verify_samples=6, calibration_images=6)
     assert np.bincount(data.test_labels, minlength=3).tolist() == [2, 2, 2]  # not the first 6 (all "ant")
     assert len(data.calibration_images) == 6

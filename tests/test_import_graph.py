@@ -70,7 +70,9 @@ def violations(graph: dict[str, set[str]], package: str) -> list[str]:
             if area(module) == "models" and (
                 target in ("lightning", "pytorch_lightning") or (inside and area(target) in ("data", "task", "deploy"))
             ):
-                found.append(f"{module} imports {target}: models/ must not import Lightning, data/, the task or deploy/")
+                found.append(
+                    f"{module} imports {target}: models/ must not import Lightning, data/, the task or deploy/"
+                )
             if area(module) == "data" and inside and area(target) in ("task", "deploy"):
                 found.append(f"{module} imports {target}: data/ must not import the task or deploy/")
             if inside and area(target) == "deploy" and area(module) not in ("deploy", "__main__"):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from litstarter.preprocess import cache_size_for, center_crop_array, is_image_file, load_image
+from litstarter.preprocess import center_crop_array, is_image_file, load_image, resize_size_for
 
 
 @pytest.mark.parametrize("mode", ["L", "RGB", "RGBA", "P", "CMYK", "I;16", "I", "F", "LA", "1"])
@@ -17,7 +17,7 @@ from litstarter.preprocess import cache_size_for, center_crop_array, is_image_fi
 def test_every_mode_converts_to_the_requested_channels_and_size(tmp_path: Path, mode: str, channels: int) -> None:
     path = tmp_path / ("x.tiff" if mode in ("I;16", "I", "F", "CMYK") else "x.png")
     Image.new(mode, (40, 30)).save(path)
-    array = load_image(path, channels, cache_size_for(16))
+    array = load_image(path, channels, resize_size_for(16))
     assert array.dtype == np.uint8 and array.shape == (channels, 18, 18)
 
 

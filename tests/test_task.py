@@ -140,7 +140,7 @@ def test_a_checkpoint_made_from_plain_python_loads_with_weights_only(tmp_path: P
     path = next(ckpt.glob("*.ckpt"))
     state = torch.load(path, weights_only=True, map_location="cpu")
     assert state["hyper_parameters"]["optimizer"] is None
-    assert tuple(state["hyper_parameters"]["cache_size"]) == (8, 8)  # filled from the data module in setup
+    assert tuple(state["hyper_parameters"]["resize_size"]) == (8, 8)  # filled from the data module in setup
     loaded = ImageClassifier.load_from_checkpoint(path, map_location="cpu")
     assert isinstance(loaded.optimizer(loaded.parameters()), torch.optim.AdamW)
 

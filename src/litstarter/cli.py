@@ -10,7 +10,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from litstarter.callbacks.check_checkpoints_written import CheckCheckpointsWritten
 from litstarter.callbacks.share_run_version import ShareRunVersion
-from litstarter.data.base import ArrayDataModule, stored_image_size
+from litstarter.data.base import ArrayDataModule
 from litstarter.run_checks import (
     check_accelerator_present,
     check_checkpoint_file,
@@ -35,10 +35,9 @@ class LitStarterCLI(LightningCLI):
             ("channels", "in_channels"),
             ("image_size", "image_size"),
             ("class_names", "class_names"),
+            ("resize_size", "resize_size"),  # the size images are stored at: inference on files resizes to it
         ]:
             parser.link_arguments(f"data.{source}", f"model.{target}", apply_on="instantiate")
-        # The stored (cache) size, for inference on files; digits stores at image_size and has no attribute.
-        parser.link_arguments("data", "model.cache_size", compute_fn=stored_image_size, apply_on="instantiate")
         parser.add_argument(
             "--test_after_fit",
             type=bool,

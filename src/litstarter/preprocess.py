@@ -4,7 +4,7 @@ Torch-free on purpose (numpy + Pillow only): ``litstarter infer`` with an ONNX m
 no torch. Whatever the cache does to an image, inference on a file does exactly the same.
 
 Pipeline for one file: decode -> orientation from EXIF -> convert to the configured channels (8-bit) ->
-resize the shorter side to ``cache_size`` -> centre-crop to ``cache_size``. The dataset then random-crops
+resize the shorter side to ``resize_size`` -> centre-crop to ``resize_size``. The dataset then random-crops
 (train) or centre-crops (eval) ``image_size`` out of that.
 """
 
@@ -23,7 +23,7 @@ from litstarter.listing import file_problem
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".gif", ".ppm", ".pgm"})
 
 #: Cache images are this much larger than ``image_size`` (ImageNet's 256/224), so random crops have room.
-CACHE_RATIO = 1.14
+RESIZE_RATIO = 1.14
 
 
 def is_image_file(name: str) -> bool:
@@ -42,7 +42,7 @@ def as_size(size: int | Sequence[int]) -> tuple[int, int]:
     return size
 
 
-def cache_size_for(image_size: int | Sequence[int], ratio: float = CACHE_RATIO) -> tuple[int, int]:
+def resize_size_for(image_size: int | Sequence[int], ratio: float = RESIZE_RATIO) -> tuple[int, int]:
     """The stored size for a given training ``image_size``: a little larger, for random-crop room."""
     h, w = as_size(image_size)
     return (max(h, round(h * ratio)), max(w, round(w * ratio)))

@@ -12,7 +12,6 @@ from torchmetrics import MeanMetric
 
 from litstarter.batch_scaling import ScaleMode, batch_plan, scale_lr
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
-from litstarter.data.base import stored_image_size
 from litstarter.losses import ClassWeights, cross_entropy, inverse_frequency_weights
 from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
 from litstarter.models import check_weights, create_backbone, list_backbones
@@ -31,7 +30,7 @@ from litstarter.optim import (
 
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
 PLATEAU_MONITOR = "val/loss"
-# The registry is the one list of backbones: configs are checked against it and --help shows it.
+# The registry is the one list of named backbones: --help shows it. Any other string is a class path of your own.
 BackboneName = Literal[tuple(list_backbones())]
 
 
@@ -43,13 +42,14 @@ class ImageClassifier(L.LightningModule):
     """Image classification with cross-entropy on logits.
 
     Args:
-        backbone: Registered backbone name (``litstarter.models.list_backbones()``); ``configs/model/<name>.yaml``
-            selects one.
+        backbone: A registered backbone name (``litstarter.models.list_backbones()``; ``configs/model/<name>.yaml``
+            selects one), or the class path of your own ``nn.Module`` (``my_pkg.backbones.TinyNet``) meeting the
+            backbone contract in ``litstarter.models.registry``; its arguments go in ``backbone_kwargs``.
         num_classes: Number of classes; the CLI links it from ``data.num_classes``.
         in_channels: Image channels; the CLI links it from ``data.channels``.
         image_size: Input ``[height, width]``; linked from ``data.image_size`` and recorded for export.
         class_names: Class names in label order; linked from ``data.class_names`` so predictions can print them.
-        cache_size: ``[height, width]`` the data module stores images at before the eval view centre-crops
+        resize_size: ``[height, width]`` the data module stores images at before the eval view centre-crops
             ``image_size`` (linked from the data module; recorded so inference on files resizes exactly as
             training did). ``null`` means ``image_size``.
         backbone_kwargs: Extra arguments for the backbone factory (e.g. ``widths`` for ``small_cnn``).
@@ -98,12 +98,12 @@ class ImageClassifier(L.LightningModule):
 
     def __init__(
         self,
-        backbone: BackboneName = "small_cnn",
+        backbone: BackboneName | str = "small_cnn",
         num_classes: int = 10,
         in_channels: int = 3,
         image_size: tuple[int, int] = (224, 224),
         class_names: list[str] | None = None,
-        cache_size: tuple[int, int] | None = None,
+        resize_size: tuple[int, int] | None = None,
         backbone_kwargs: dict | None = None,
         weights: str | None = None,
         init_from: str | None = None,
@@ -154,9 +154,10 @@ class ImageClassifier(L.LightningModule):
         if stage == "fit" and datamodule is not None and hasattr(datamodule, "normalization"):
             # Overwritten again by a checkpoint's buffers when resuming; that is the right order.
             self.net.set_normalization(*datamodule.normalization())
-        if stage == "fit" and hasattr(datamodule, "image_size") and self.hparams.get("cache_size") is None:
+        stored = getattr(datamodule, "resize_size", None) or getattr(datamodule, "image_size", None)
+        if stage == "fit" and stored is not None and self.hparams.get("resize_size") is None:
             # Built outside the CLI (which links it): record the size the data stores images at, for infer.
-            self.hparams.cache_size = stored_image_size(datamodule)
+            self.hparams.resize_size = tuple(int(v) for v in stored)
         if stage == "fit" and self.hparams.get("class_weights") == "auto":
             if datamodule is None or not hasattr(datamodule, "class_counts"):
                 raise ValueError("model.class_weights=auto needs a data module with class_counts()")

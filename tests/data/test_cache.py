@@ -61,14 +61,14 @@ def test_every_mode_and_size_is_cached_exactly_as_load_image_decodes_it(tmp_path
     dm = module(root, tmp_path / "cache", channels=channels, image_size=[12, 16])
     dm.prepare_data()
     dm.setup("fit")
-    cache_size = dm.cache_size
-    assert cache_size == (14, 18)
+    resize_size = dm.resize_size
+    assert resize_size == (14, 18)
     for split in ("train", "val"):
         images = dm.cache.images(split)
-        assert images.shape == (len(cached_files(dm, split)), channels, *cache_size)
+        assert images.shape == (len(cached_files(dm, split)), channels, *resize_size)
         for row, rel in enumerate(cached_files(dm, split)):
             # The cache holds exactly what litstarter.preprocess.load_image (shared with `infer`) returns.
-            np.testing.assert_array_equal(images[row], load_image(root / rel, channels, cache_size), err_msg=rel)
+            np.testing.assert_array_equal(images[row], load_image(root / rel, channels, resize_size), err_msg=rel)
     image, label = dm.val_set[0]
     assert image.shape == (channels, 12, 16) and str(image.dtype) == "torch.uint8"
     assert dm.cache.manifest["class_to_idx"] == {"a": 0, "b": 1}
@@ -130,7 +130,7 @@ def test_build_cache_drops_bad_files_only_when_told_to_skip(tmp_path: Path) -> N
     sources = dm.listing().sources
     with pytest.raises(BadInputError, match=r"1 image file\(s\) under .* could not be read"):
         cache_module.build_cache(
-            dm.cache_folder(), root, dm.cache_params(), sources, dm.class_to_idx, 3, dm.cache_size, on_bad_file="Skip"
+            dm.cache_folder(), root, dm.cache_params(), sources, dm.class_to_idx, 3, dm.resize_size, on_bad_file="Skip"
         )
 
 
@@ -183,11 +183,11 @@ def test_a_changed_file_or_preprocessing_parameter_rebuilds(tmp_path: Path, chan
     files = cached_files(after, "train") + cached_files(after, "val")
     assert len(files) == {"add": 13, "remove": 11}.get(change, 12)
     if change == "modify":
-        expected = load_image(root / "a" / "000.png", 3, after.cache_size)
+        expected = load_image(root / "a" / "000.png", 3, after.resize_size)
         np.testing.assert_array_equal(cached_pixels(after, "a/000.png"), expected)
     if change in ("image_size", "channels", "seed"):
         assert after.cache_folder() != before.cache_folder()  # one folder per parameter set
-        assert after.cache.images("train").shape[1:] == (after.channels, *after.cache_size)
+        assert after.cache.images("train").shape[1:] == (after.channels, *after.resize_size)
     # And the new state is reused in turn.
     again = module(root, tmp_path / "cache", **kwargs)
     again.prepare_data()
@@ -228,7 +228,7 @@ def test_a_killed_build_is_never_trusted(tmp_path: Path) -> None:
     rebuilt = module(root, tmp_path / "cache")
     rebuilt.prepare_data()
     assert not rebuilt.cache.reused
-    expected = load_image(root / "a" / "000.png", 3, rebuilt.cache_size)
+    expected = load_image(root / "a" / "000.png", 3, rebuilt.resize_size)
     np.testing.assert_array_equal(cached_pixels(rebuilt, "a/000.png"), expected)
 
 
@@ -261,7 +261,7 @@ def test_builders_on_two_hosts_sharing_the_folder_never_clobber_each_other(tmp_p
     monkeypatch.setattr(cache_module, "try_load_image", real_decode)
     for split in ("train", "val"):
         for rel in cached_files(node_a, split):
-            expected = load_image(root / rel, 3, node_a.cache_size)
+            expected = load_image(root / rel, 3, node_a.resize_size)
             np.testing.assert_array_equal(cached_pixels(node_a, rel), expected)
 
 

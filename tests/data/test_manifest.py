@@ -136,7 +136,7 @@ def test_a_file_edited_with_its_old_mtime_and_size_is_not_reused_stale(tmp_path:
     assert not second.cache.reused
     split = next(s for s in second.cache.splits if any(r["path"] == "a/0.bmp" for r in second.cache.files(s)))
     row = [r["path"] for r in second.cache.files(split)].index("a/0.bmp")
-    np.testing.assert_array_equal(second.cache.images(split)[row], load_image(target, 3, second.cache_size))
+    np.testing.assert_array_equal(second.cache.images(split)[row], load_image(target, 3, second.resize_size))
 
 
 def test_a_damaged_array_block_is_found_and_rebuilt(built, caplog) -> None:

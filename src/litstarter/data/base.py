@@ -11,12 +11,6 @@ from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import EpochShuffleSampler
 
 
-def stored_image_size(datamodule) -> tuple[int, int]:
-    """The size a data module stores images at: its ``cache_size``, or ``image_size`` if it keeps them as is."""
-    size = getattr(datamodule, "cache_size", None) or datamodule.image_size
-    return tuple(int(v) for v in size)  # a new tuple: hparams.yaml would write an alias of image_size
-
-
 class ArrayDataModule(L.LightningDataModule):
     """Base for data modules that end in :class:`ArrayImageDataset` splits.
 
@@ -53,6 +47,13 @@ class ArrayDataModule(L.LightningDataModule):
     def num_classes(self) -> int:
         """Number of classes, linked into ``model.num_classes`` by the CLI."""
         return len(self.class_names)
+
+    @property
+    def resize_size(self) -> tuple[int, int]:
+        """``(height, width)`` the images are resized and stored at, before the eval view centre-crops ``image_size``
+        out of them; linked into ``model.resize_size`` (and from there into ``model.json``). ``image_size`` here:
+        override it where images are stored larger."""
+        return tuple(int(v) for v in self.image_size)  # a new tuple: hparams.yaml would write an alias of image_size
 
     def _pin_memory(self) -> bool:
         # Pinned host memory only pays off when batches are copied to an accelerator.

@@ -20,7 +20,7 @@ from litstarter.data.class_subset import select_classes
 from litstarter.data.folder_layout import detect_layout, list_sources
 from litstarter.data.splits import Listing, SourceFile
 from litstarter.errors import UsageError
-from litstarter.preprocess import as_size, cache_size_for
+from litstarter.preprocess import as_size, resize_size_for
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class CachedImageFolder:
             self.image_size = as_size(image_size)
         except ValueError as error:
             raise UsageError(f"data.image_size: {error}") from None
-        self.cache_size = cache_size_for(self.image_size)
+        self.resize_size = resize_size_for(self.image_size)
         self.val_fraction = val_fraction
         self.test_fraction = test_fraction
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else DEFAULT_CACHE_DIR
@@ -98,7 +98,7 @@ class CachedImageFolder:
             "root": str(self.root.resolve()),
             "layout": self.layout.kind,
             "channels": self.channels,
-            "cache_size": list(self.cache_size),
+            "resize_size": list(self.resize_size),
         }
         if self.layout.kind == "splits":
             params["split_dirs"] = self.layout.split_dirs
@@ -160,7 +160,7 @@ class CachedImageFolder:
                 workers = available_cores() if total >= MIN_FILES_FOR_WORKERS else 0
             log.info("Building the image cache for %d files in %s (%d process(es))", total, folder, max(workers, 1))
             cache = build_cache(
-                folder, self.root, params, sources, self.class_to_idx, self.channels, self.cache_size,
+                folder, self.root, params, sources, self.class_to_idx, self.channels, self.resize_size,
                 on_bad_file=on_bad_file, workers=workers,
             )  # fmt: skip
         elif cache.skipped and on_bad_file == "error":

@@ -100,12 +100,17 @@ class ImageFolderDataModule(ArrayDataModule):
             if value is not None and len(value) != self.folder.channels:
                 raise UsageError(f"data.{name} has {len(value)} values but data.channels is {self.folder.channels}")
         self.root, self.layout, self.channels = self.folder.root, self.folder.layout, self.folder.channels
-        self.image_size, self.cache_size = self.folder.image_size, self.folder.cache_size
+        self.image_size = self.folder.image_size
         self.class_names = self.folder.class_names
         self.sampler = sampler
         self.augmentation = augmentation
         self._mean, self._std = mean, std
         self.cache: ImageCache | None = None
+
+    @property
+    def resize_size(self) -> tuple[int, int]:
+        """The cache stores images a little larger than ``image_size`` (see ``resize_size_for``), for crop room."""
+        return self.folder.resize_size
 
     @property
     def class_to_idx(self) -> dict[str, int]:

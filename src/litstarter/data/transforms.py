@@ -133,7 +133,7 @@ def augment(image: torch.Tensor, size: tuple[int, int], aug: Augmentation, seed:
 
 #: Crops shrunk by at most this factor are bilinear-sampled for the whole batch in one call. Crops shrunk
 #: more are resized one by one with antialiasing, as torchvision's ``resized_crop`` does. The image-folder
-#: cache stores images ``CACHE_RATIO`` (1.14) times the training size and the digits are stored at it, so
+#: cache stores images ``RESIZE_RATIO`` (1.14) times the training size and the digits are stored at it, so
 #: every crop in this template takes the batched path. Against antialiasing, a 1.14x shrink of a smooth photo
 #: differs by about 0.6 grey levels on average (4 at most); only pixel noise differs much (7 on average).
 MAX_BATCHED_SHRINK = 1.25

@@ -121,7 +121,8 @@ def open_model(
         contract: Use this contract instead of looking for one.
         num_threads: Intra-op threads for the runtime; ``None`` keeps the runtime's default.
         trust_model: Load formats that can run code (TorchScript; a ``.pt2`` holding anything beyond plain
-            tensors and aten calls). Only for files you made yourself: see :mod:`litstarter.deploy.artifact_safety`.
+            tensors and aten calls; a checkpoint or ``weights.pt`` whose backbone class lives outside litstarter).
+            Only for files you made yourself: see :mod:`litstarter.deploy.artifact_safety`.
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
@@ -143,7 +144,7 @@ def open_model(
             "weights": _open_weights,
             "torchscript": _open_torchscript,
         }
-        backend = loader[kind](path, contract, num_threads)
+        backend = loader[kind](path, contract, num_threads, trust_model)
     check_contract_fits(backend)
     return backend
 
@@ -219,7 +220,7 @@ ORT_OPTIMIZATION_LEVEL = "ORT_ENABLE_ALL"
 ORT_EXECUTION_MODE = "ORT_SEQUENTIAL"
 
 
-def _open_onnx(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
+def _open_onnx(path: Path, contract: ModelContract | None, num_threads: int | None, trust_model: bool) -> Backend:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -255,19 +256,19 @@ def _torch_run(module, num_threads: int | None) -> Callable[[np.ndarray], np.nda
     return run
 
 
-def _open_checkpoint(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
+def _open_checkpoint(path: Path, contract: ModelContract | None, num_threads: int | None, trust_model: bool) -> Backend:
     import torch
 
     from litstarter.models.classifier import architecture_of
     from litstarter.models.weights import classifier_from_checkpoint
 
-    net, hparams = classifier_from_checkpoint(path)
+    net, hparams = classifier_from_checkpoint(path, trust_model=trust_model)  # a backbone of yours needs trust
     if contract is None:
         contract = ModelContract.from_hparams(hparams, *net.normalization(), architecture=architecture_of(hparams))
     return Backend(path, "checkpoint", contract, _torch_run(net.eval(), num_threads), f"torch {torch.__version__}")
 
 
-def _open_weights(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
+def _open_weights(path: Path, contract: ModelContract | None, num_threads: int | None, trust_model: bool) -> Backend:
     import torch
 
     from litstarter.models.classifier import build_classifier
@@ -279,12 +280,14 @@ def _open_weights(path: Path, contract: ModelContract | None, num_threads: int |
     state = load_torch_file(path)
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{path} is not a state_dict (a dict of tensors); for a Lightning checkpoint use .ckpt")
-    net = build_classifier(contract.architecture)
+    net = build_classifier(contract.architecture, trust_model=trust_model)
     load_state_dict_checked(net, state, source=f"weights {path}")
     return Backend(path, "weights", contract, _torch_run(net.eval(), num_threads), f"torch {torch.__version__}")
 
 
-def _open_torchscript(path: Path, contract: ModelContract | None, num_threads: int | None) -> Backend:
+def _open_torchscript(
+    path: Path, contract: ModelContract | None, num_threads: int | None, trust_model: bool
+) -> Backend:
     import torch
 
     extra = {EMBEDDED_KEY: ""}

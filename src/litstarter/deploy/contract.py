@@ -208,21 +208,21 @@ class ModelContract:
             hparams: The checkpoint's ``hyper_parameters``.
             mean: Per-channel mean on the 0..1 scale (the network's buffer / 255).
             std: Per-channel std on the 0..1 scale.
-            resize_size: Overrides ``hparams["cache_size"]`` (e.g. the size the data module really stores).
+            resize_size: Overrides ``hparams["resize_size"]`` (e.g. the size the data module really stores).
             architecture: What rebuilds the network (``litstarter.models.classifier.architecture_of(hparams)``);
                 without it ``weights.pt`` cannot be loaded from this contract.
 
         Raises:
             ContractError: If the size images were stored at is unknown (a checkpoint from before
-                ``cache_size`` was recorded, and no ``resize_size`` given). ``cache_size: null`` means image_size.
+                ``resize_size`` was recorded, and no ``resize_size`` given). ``resize_size: null`` means image_size.
         """
         image_size = as_size(hparams["image_size"])
-        stored = resize_size if resize_size is not None else hparams.get("cache_size", "unrecorded")
-        if stored is None:  # ImageClassifier(cache_size=None): stored as is, at image_size
+        stored = resize_size if resize_size is not None else recorded_resize_size(hparams)
+        if stored is None:  # ImageClassifier(resize_size=None): stored as is, at image_size
             stored = image_size
         if stored == "unrecorded":
             raise ContractError(
-                "the checkpoint does not record model.cache_size (the size training images were stored at), so "
+                "the checkpoint does not record model.resize_size (the size training images were stored at), so "
                 "the preprocessing cannot be reproduced; export it with `litstarter export`, which reads the size "
                 "from the data module, and run on the export"
             )
@@ -238,6 +238,14 @@ class ModelContract:
             # The size it was trained at travels with the architecture: an edited image_size is then caught.
             architecture={**architecture, "image_size": list(image_size)} if architecture else {},
         )
+
+
+def recorded_resize_size(hparams: Mapping) -> tuple[int, int] | None | str:
+    """``model.resize_size`` of a checkpoint's hyper-parameters; ``"unrecorded"`` if it has none.
+
+    Checkpoints made before the size had one name record it as ``cache_size``; it is read from there too.
+    """
+    return hparams.get("resize_size", hparams.get("cache_size", "unrecorded"))
 
 
 def read_sidecar(model_path: str | os.PathLike) -> ModelContract | None:

@@ -163,6 +163,7 @@ def export_checkpoint(
     calibration_images: int = 300,
     verify_samples: int = 512,
     tolerances: Tolerances = Tolerances(),
+    trust_model: bool = False,
 ) -> dict:
     """Export, verify and report; the returned report (also ``export_report.json``) says which artifacts passed.
 
@@ -179,6 +180,8 @@ def export_checkpoint(
         verify_samples: Test images to verify on at batch size 32 (the first 64 also at batch size 1); a seeded
             sample, stratified by class.
         tolerances: What each artifact must meet.
+        trust_model: Export a checkpoint whose backbone class lives outside litstarter (loading it imports and runs
+            that class's module).
 
     Raises:
         FileNotFoundError: If the checkpoint does not exist.
@@ -189,7 +192,7 @@ def export_checkpoint(
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         raise ExportError(f"--formats {list(formats)}: expected some of {list(FORMATS)}")
-    net, hparams = classifier_from_checkpoint(ckpt_path)
+    net, hparams = classifier_from_checkpoint(ckpt_path, trust_model=trust_model)
     out = Path(out) if out is not None else run_folder(ckpt_path) / "export"
     check_out_dir(out, overwrite)
     config_path = Path(config) if config is not None else run_folder(ckpt_path) / "config.yaml"
@@ -247,6 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="The run's config.yaml (for its data); default: <run>/config.yaml, the run found as for --out.",
     )
+    parser.add_argument(
+        "--trust_model",
+        action="store_true",
+        help="Export a checkpoint whose backbone is your own class (outside litstarter): loading it imports and "
+        "runs that class's module, so only for code you trust.",
+    )
     parser.add_argument("--opset", type=int, default=18, help="ONNX opset (18 or newer).")
     parser.add_argument("--calibration_images", type=int, default=300, help="Train images to calibrate INT8 with.")
     parser.add_argument("--verify_samples", type=int, default=512, help="Test images to verify every artifact on.")
@@ -272,6 +281,7 @@ def _run(argv: Sequence[str] | None) -> int:
         args.opset,
         args.calibration_images,
         args.verify_samples,
+        trust_model=args.trust_model,
     )
     print(format_report(report))
     print(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from litstarter.deploy.contract import recorded_resize_size
 from litstarter.errors import UsageError
 
 
@@ -112,10 +113,11 @@ def load_export_data(
             )
     split, held_out = ("test", dm.test_set) if dm.test_set is not None else ("val", dm.val_set)
     stored = tuple(held_out.images.shape[-2:])
-    recorded = hparams.get("cache_size")
+    recorded = recorded_resize_size(hparams)
+    recorded = None if recorded == "unrecorded" else recorded
     if recorded is not None and tuple(recorded) != stored:
         raise ExportError(
-            f"the checkpoint records cache_size={list(recorded)} but the data module from {config_path} stores "
+            f"the checkpoint records resize_size={list(recorded)} but the data module from {config_path} stores "
             f"images at {list(stored)}; inference would resize differently from training"
         )
     test_images, test_labels = _eval_view(held_out, stratified_sample(held_out.labels, verify_samples, seed))

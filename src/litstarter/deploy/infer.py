@@ -191,8 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--trust_model",
         action="store_true",
-        help="Also load formats that can run code: TorchScript (.ts), and a .pt2 holding anything beyond plain "
-        "tensors and aten calls. Only for files you made yourself.",
+        help="Also load formats that can run code: TorchScript (.ts), a .pt2 holding anything beyond plain "
+        "tensors and aten calls, and a .ckpt or weights.pt whose backbone is a class outside litstarter (loading it "
+        "imports that module). Only for files you made yourself.",
     )
     return parser
 

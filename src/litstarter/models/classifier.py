@@ -93,11 +93,12 @@ class Classifier(nn.Module):
         return self.forward_head(self.forward_features(x))
 
 
-def build_classifier(architecture: Mapping) -> Classifier:
+def build_classifier(architecture: Mapping, trust_model: bool = True) -> Classifier:
     """An untrained :class:`Classifier` shaped as ``architecture`` says (the keys of :data:`ARCHITECTURE_KEYS`).
 
     ``ImageClassifier`` builds ``self.net`` with it too, so a checkpoint rebuilds exactly the trained network.
-    The normalisation buffers are placeholders until weights are loaded.
+    The normalisation buffers are placeholders until weights are loaded. ``trust_model``: allow a backbone class
+    from outside this package (see :mod:`litstarter.models.registry`); loaders of files pass the user's choice.
     """
     missing = [k for k in ("backbone", "num_classes", "in_channels") if k not in architecture]
     if missing:
@@ -107,6 +108,7 @@ def build_classifier(architecture: Mapping) -> Classifier:
         architecture["backbone"],
         in_channels=channels,
         image_size=architecture.get("image_size"),
+        trust_model=trust_model,
         **(architecture.get("backbone_kwargs") or {}),
     )
     return Classifier(

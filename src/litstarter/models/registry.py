@@ -1,23 +1,37 @@
-"""A name -> factory registry for backbones, so a config can say ``backbone: small_cnn``.
+"""Backbones by name: a registered one (``backbone: small_cnn``) or your own class (``backbone: my_pkg.MyNet``).
 
-Every backbone built here follows one contract (the seam that fine-tuning, freezing and export rely on):
+The backbone contract, the one seam that fine-tuning, freezing and export rely on:
 
-* ``backbone(x)`` maps a float image batch ``(B, C, H, W)`` to pooled features ``(B, num_features)``;
-* ``backbone.num_features`` is the width of those features, so a head can be sized without a dry run.
+* ``backbone(x)`` maps a float image batch ``(B, C, H, W)`` (already normalised) to pooled features
+  ``(B, num_features)``;
+* ``backbone.num_features`` (an int) is the width of those features, so a head can be sized without a dry run;
+* it is built as ``factory(in_channels=C, **backbone_kwargs)`` (plus ``weights=...`` if the factory takes it).
 
+Your own backbone, with no edit to this package: write an ``nn.Module`` subclass meeting the contract in a
+module of your own that Python can import (your installed project, or a folder on ``PYTHONPATH``), and name its
+class path in the config: ``model.backbone: my_pkg.backbones.TinyNet``, its arguments in ``model.backbone_kwargs``.
+The checkpoint records that class path (a string), so it rebuilds the network in a fresh process. Loading never
+calls anything but an ``nn.Module`` subclass; and since importing a module runs its code, a checkpoint whose
+backbone lives outside this package loads in ``export``, ``infer`` and ``serve`` only with ``--trust_model``.
 A factory that takes a ``weights`` argument loads pretrained weights: a name from the ``weight_names`` it was
 registered with, or a path to a weights file.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from pathlib import Path
 
 from torch import nn
 
+from litstarter.errors import BadInputError
+
 BackboneFactory = Callable[..., nn.Module]
+
+#: Class paths under this prefix are this package's own code: they load without ``trust_model``.
+OWN_PREFIX = __name__.split(".")[0] + "."
 
 _REGISTRY: dict[str, BackboneFactory] = {}
 _WEIGHT_NAMES: dict[str, Callable[[], list[str]]] = {}
@@ -44,16 +58,64 @@ def register_backbone(
     return decorator
 
 
+class UntrustedBackboneError(BadInputError):
+    """A checkpoint names a backbone class outside this package, and ``trust_model`` was not given."""
+
+
+def is_class_path(name: str) -> bool:
+    """Whether ``name`` is a class path (``package.module.Class``) rather than a registered name."""
+    return name not in _REGISTRY and "." in name.strip(".")
+
+
+def backbone_class(class_path: str, trust_model: bool = True) -> type[nn.Module]:
+    """Import the ``nn.Module`` subclass named by ``class_path``; nothing else is ever returned (so called).
+
+    Args:
+        class_path: ``package.module.Class``.
+        trust_model: Allow a class outside this package (importing its module runs that module's code).
+
+    Raises:
+        UntrustedBackboneError: For a class outside this package without ``trust_model``.
+        ValueError: If the module does not import, or the name is not an ``nn.Module`` subclass.
+    """
+    module_name, _, attribute = class_path.rpartition(".")
+    if not class_path.startswith(OWN_PREFIX) and not trust_model:
+        raise UntrustedBackboneError(
+            f"the model's backbone is {class_path}, code from outside {OWN_PREFIX[:-1]}: loading it imports and runs "
+            "that module. Pass --trust_model only if you trust whoever wrote it"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(
+            f"backbone {class_path!r}: cannot import {module_name!r} ({err}); is your module installed or on "
+            f"PYTHONPATH? Registered names: {list_backbones()}"
+        ) from None
+    cls = getattr(module, attribute, None)
+    if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
+        raise ValueError(f"backbone {class_path!r} is not an nn.Module subclass (got {type(cls).__name__})")
+    return cls
+
+
+def _factory(name: str, trust_model: bool = True) -> BackboneFactory:
+    """The registered factory, or the class a class path names."""
+    if is_class_path(name):
+        return backbone_class(name, trust_model)
+    _check_name(name)
+    return _REGISTRY[name]
+
+
 def list_weights(name: str) -> list[str]:
     """The pretrained weights names backbone ``name`` accepts (``[]`` if none)."""
+    if is_class_path(name):
+        return []
     _check_name(name)
     return list(_WEIGHT_NAMES[name]()) if name in _WEIGHT_NAMES else []
 
 
 def takes_weights(name: str) -> bool:
     """Whether backbone ``name``'s factory accepts a ``weights`` argument (a name or a file)."""
-    _check_name(name)
-    return "weights" in inspect.signature(_REGISTRY[name]).parameters
+    return "weights" in inspect.signature(_factory(name)).parameters
 
 
 def is_weights_path(weights: str, names: list[str]) -> bool:
@@ -93,7 +155,10 @@ def list_backbones() -> list[str]:
 
 def _check_name(name: str) -> None:
     if name not in _REGISTRY:
-        raise ValueError(f"unknown backbone {name!r}; expected one of {list_backbones()}")
+        raise ValueError(
+            f"unknown backbone {name!r}; expected one of {list_backbones()} or the class path of your own "
+            "nn.Module (package.module.Class)"
+        )
 
 
 def create_backbone(
@@ -101,27 +166,36 @@ def create_backbone(
     in_channels: int = 3,
     weights: str | None = None,
     image_size: tuple[int, int] | None = None,
+    trust_model: bool = True,
     **kwargs,
 ) -> nn.Module:
-    """Build a registered backbone.
+    """Build a backbone: a registered one, or the ``nn.Module`` class a class path names.
 
     Args:
-        name: A name from :func:`list_backbones`.
+        name: A name from :func:`list_backbones`, or ``package.module.Class`` (see the module docstring).
         in_channels: Channels of the input images.
         weights: ``None`` (random init), a name from :func:`list_weights`, or a path to a weights file.
         image_size: Input ``(height, width)``, passed on to factories that take an ``image_size`` argument
             (``small_cnn`` sizes its stem by it); ignored by the others.
+        trust_model: Allow a class from outside this package; loaders of files pass ``False`` unless the user
+            said ``--trust_model``.
         **kwargs: Extra keyword arguments for that backbone's factory.
 
     Raises:
-        ValueError: If ``name`` is not registered or ``weights`` does not fit it; the message lists the valid
-            names.
+        ValueError: If ``name`` is neither registered nor an importable ``nn.Module`` class, ``weights`` does not
+            fit it, or the module built lacks an int ``num_features``; the message lists the valid names.
+        UntrustedBackboneError: For a class outside this package without ``trust_model``.
     """
-    _check_name(name)
+    factory = _factory(name, trust_model)
     check_weights(name, weights)
     if weights is not None:
         kwargs["weights"] = weights
-    factory = _REGISTRY[name]
     if image_size is not None and "image_size" in inspect.signature(factory).parameters:
         kwargs["image_size"] = tuple(image_size)
-    return factory(in_channels=in_channels, **kwargs)
+    backbone = factory(in_channels=in_channels, **kwargs)
+    if not isinstance(getattr(backbone, "num_features", None), int):
+        raise ValueError(
+            f"backbone {name!r} has no int num_features (the width of its (B, num_features) output); the backbone "
+            "contract is in litstarter.models.registry"
+        )
+    return backbone

@@ -109,13 +109,18 @@ def load_state_dict_checked(model: nn.Module, state_dict: Mapping[str, torch.Ten
     model.load_state_dict(state_dict)
 
 
-def classifier_from_checkpoint(path: str | os.PathLike) -> tuple[Classifier, dict]:
+def classifier_from_checkpoint(path: str | os.PathLike, trust_model: bool = False) -> tuple[Classifier, dict]:
     """Rebuild the trained :class:`Classifier` (in eval mode) and return it with the checkpoint's hyper-parameters.
+
+    Args:
+        path: The checkpoint.
+        trust_model: Build a backbone whose class lives outside this package (importing it runs its module).
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
         CheckpointError: If the file is refused by ``weights_only=True``, is not a litstarter checkpoint, or its
             weights do not fit the architecture its hyper-parameters describe.
+        UntrustedBackboneError: For a backbone from outside this package without ``trust_model``.
     """
     checkpoint = load_torch_file(path)
     if not isinstance(checkpoint, dict) or not {"state_dict", "hyper_parameters"} <= checkpoint.keys():
@@ -125,7 +130,7 @@ def classifier_from_checkpoint(path: str | os.PathLike) -> tuple[Classifier, dic
             f"found {found}"
         )
     hparams = dict(checkpoint["hyper_parameters"])
-    net = build_classifier(hparams)
+    net = build_classifier(hparams, trust_model=trust_model)
     state = {k.removeprefix("net."): v for k, v in checkpoint["state_dict"].items() if k.startswith("net.")}
     load_state_dict_checked(net, state, source=f"checkpoint {path}")
     return net.eval(), hparams
