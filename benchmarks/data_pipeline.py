@@ -77,7 +77,7 @@ def main() -> None:
     from torch.utils.data import DataLoader
     from torchvision import datasets, transforms
 
-    from litstarter.data import Augmentation, ImageFolderDataModule
+    from litstarter.data import FastAugmentation, ImageFolderDataModule
 
     with tempfile.TemporaryDirectory() as tmp:
         root, cache_dir = Path(tmp) / "jpegs", Path(tmp) / "cache"
@@ -85,7 +85,7 @@ def main() -> None:
         make_jpeg_folder(root, args.images)
         print(f"generated {args.images} JPEGs (64-256 px) in {time.perf_counter() - start:.1f} s")
 
-        aug = Augmentation(crop_scale=(0.35, 1.0), crop_ratio=(3 / 4, 4 / 3), hflip=0.5, color_jitter=0.1)
+        aug = FastAugmentation(crop_scale=(0.35, 1.0), crop_ratio=(3 / 4, 4 / 3), hflip=0.5, color_jitter=0.1)
 
         def data_module() -> ImageFolderDataModule:
             return ImageFolderDataModule(

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from litstarter.data import heap
-from litstarter.data.heap import keep_freed_memory
+from litstarter.data.fastpath import heap
+from litstarter.data.fastpath.heap import keep_freed_memory
 
 # Rounds of batch-sized work tensors (6 x 4 MiB alive at once, then all freed), as a loader's batches are;
 # prints the page faults per round after a warm-up. Both pin glibc's starting mmap threshold (128 KiB), which

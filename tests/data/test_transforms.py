@@ -10,9 +10,9 @@ import torch
 from torchvision import transforms as T
 from torchvision.transforms.v2 import functional as F
 
-from litstarter.data.transforms import (
+from litstarter.data.fastpath.augment import (
     MAX_BATCHED_SHRINK,
-    Augmentation,
+    FastAugmentation,
     _color_jitter_,
     augment,
     augment_batch,
@@ -76,7 +76,7 @@ def test_resized_crop_batch_gives_torchvisions_pixels() -> None:
 
 def test_augment_matches_torchvision_to_one_grey_level() -> None:
     image = torch.randint(0, 256, (3, 41, 57), dtype=torch.uint8)
-    aug = Augmentation(crop_scale=(0.35, 1.0), hflip=0.0, color_jitter=0.0)
+    aug = FastAugmentation(crop_scale=(0.35, 1.0), hflip=0.0, color_jitter=0.0)
     for seed in range(10):
         top, left, h, w = random_resized_crop_boxes(41, 57, aug.crop_scale, aug.crop_ratio, uniforms([seed], 22))[0]
         # torch's uint8 resize uses fixed-point weights; ours are float, rounded once.
@@ -88,7 +88,7 @@ def test_augment_matches_torchvision_to_one_grey_level() -> None:
 def test_a_sample_comes_out_the_same_alone_or_in_a_batch(channels: int) -> None:
     # Big enough (> 32k pixels) that torch splits a lone image's reductions across threads.
     images = torch.randint(0, 256, (6, channels, 256, 256), dtype=torch.uint8)
-    aug, threads = Augmentation(color_jitter=0.2), torch.get_num_threads()
+    aug, threads = FastAugmentation(color_jitter=0.2), torch.get_num_threads()
     torch.set_num_threads(2)
     try:
         batch = augment_batch(images, (224, 224), aug, list(range(6)))
@@ -105,12 +105,12 @@ def test_a_sample_comes_out_the_same_alone_or_in_a_batch(channels: int) -> None:
 
 def test_each_sample_depends_only_on_its_seed_and_the_flip_only_mirrors() -> None:
     images = torch.randint(0, 256, (3, 3, 40, 40), dtype=torch.uint8)
-    aug = Augmentation(color_jitter=0.2)
+    aug = FastAugmentation(color_jitter=0.2)
     batch = augment_batch(images, (32, 32), aug, [11, 12, 13])
     assert batch.dtype == torch.uint8 and batch.shape == (3, 3, 32, 32)
     assert torch.equal(batch[1], augment(images[1], (32, 32), aug, 12))
     assert not torch.equal(batch[0], augment(images[0], (32, 32), aug, 99))
-    plain, mirrored = Augmentation(hflip=0.0, color_jitter=0.0), Augmentation(hflip=1.0, color_jitter=0.0)
+    plain, mirrored = FastAugmentation(hflip=0.0, color_jitter=0.0), FastAugmentation(hflip=1.0, color_jitter=0.0)
     assert torch.equal(augment(images[0], (32, 32), mirrored, 5), augment(images[0], (32, 32), plain, 5).flip(-1))
 
 

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 _HOMES = {
     "ArrayDataModule": "litstarter.data.base",
     "ArrayImageDataset": "litstarter.data.dataset",
-    "Augmentation": "litstarter.data.transforms",
     "BalancedBatchSampler": "litstarter.data.samplers",
     "ClassWeightedSampler": "litstarter.data.samplers",
     "DigitsDataModule": "litstarter.data.digits",
     "EpochShuffleSampler": "litstarter.data.samplers",
+    "FastAugmentation": "litstarter.data.fastpath.augment",
     "ImageFolderDataModule": "litstarter.data.image_folder",
     "auto_num_workers": "litstarter.cores",
 }
@@ -24,11 +24,11 @@ _HOMES = {
 __all__ = [
     "ArrayDataModule",
     "ArrayImageDataset",
-    "Augmentation",
     "BalancedBatchSampler",
     "ClassWeightedSampler",
     "DigitsDataModule",
     "EpochShuffleSampler",
+    "FastAugmentation",
     "ImageFolderDataModule",
     "auto_num_workers",
 ]
@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from litstarter.data.base import ArrayDataModule
     from litstarter.data.dataset import ArrayImageDataset
     from litstarter.data.digits import DigitsDataModule
+    from litstarter.data.fastpath.augment import FastAugmentation
     from litstarter.data.image_folder import ImageFolderDataModule
     from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler
-    from litstarter.data.transforms import Augmentation
 
 
 def __getattr__(name: str):

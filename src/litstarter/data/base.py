@@ -8,6 +8,8 @@ from torch.utils.data import BatchSampler, DataLoader, Sampler
 
 from litstarter.cores import auto_num_workers
 from litstarter.data.dataset import ArrayImageDataset
+from litstarter.data.fastpath.heap import keep_freed_memory
+from litstarter.data.fastpath.workers import init_loader_worker
 from litstarter.data.samplers import EpochShuffleSampler
 
 
@@ -69,7 +71,11 @@ class ArrayDataModule(L.LightningDataModule):
             "num_workers": self.num_workers,
             "pin_memory": self._pin_memory(),
             "persistent_workers": self.num_workers > 0,
+            # Each worker, as it starts: Lightning's seeding, then the allocator tuning (see data.fastpath).
+            "worker_init_fn": init_loader_worker if self.num_workers > 0 else None,
         }
+        if self.num_workers == 0:
+            keep_freed_memory()  # this process loads the data itself; tuned once per process
         if isinstance(sampler, BatchSampler):  # it forms the batches itself (e.g. class-balanced ones)
             return DataLoader(dataset, batch_sampler=sampler, **workers)
         # train order comes from the seeded sampler; val/test never shuffle

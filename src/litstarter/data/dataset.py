@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch.utils.data import Dataset
+from torchvision.transforms import v2
 
-from litstarter.data.heap import keep_freed_memory
-from litstarter.data.transforms import Augmentation, augment_batch, center_crop_or_resize
+from litstarter.data.augmentation import augment
+from litstarter.data.crop import center_crop_or_resize
+from litstarter.data.fastpath.seeds import split_items
 
 
 class ArrayImageDataset(Dataset):
@@ -15,13 +17,13 @@ class ArrayImageDataset(Dataset):
 
     Indices may be plain ints (no augmentation: the deterministic eval view) or ``(index, seed)`` pairs
     from :class:`~litstarter.data.samplers.EpochShuffleSampler` and friends, in which case the random
-    augmentation for that draw is generated from ``seed``.
+    augmentation for that draw is generated from ``seed`` (see :mod:`litstarter.data.augmentation`).
 
     Args:
         images: ``(N, C, H, W)`` uint8 array, possibly a ``np.memmap``; read lazily per item.
         labels: ``(N,)`` integer class indices.
         size: Output ``(h, w)``; images larger than this are cropped, smaller ones resized.
-        augmentation: Random augmentation for seeded draws; ``None`` means none at all.
+        augmentation: Random augmentation for seeded draws (any v2 transform); ``None`` means none at all.
     """
 
     def __init__(
@@ -29,7 +31,7 @@ class ArrayImageDataset(Dataset):
         images: np.ndarray,
         labels: np.ndarray,
         size: tuple[int, int],
-        augmentation: Augmentation | None = None,
+        augmentation: v2.Transform | None = None,
     ) -> None:
         if images.ndim != 4 or images.dtype != np.uint8:
             raise ValueError(f"images must be a uint8 (N, C, H, W) array, got {images.dtype} {images.shape}")
@@ -47,20 +49,17 @@ class ArrayImageDataset(Dataset):
         return self.__getitems__([item])[0]
 
     def __getitems__(self, items: list[int | tuple[int, int]]) -> list[tuple[torch.Tensor, int]]:
-        """A whole batch at once (the DataLoader calls this when it exists): one gather from the array, and
-        the augmentation vectorised over the batch. Plain ints get the eval view, ``(index, seed)`` pairs the
-        random augmentation drawn from ``seed``."""
-        keep_freed_memory()  # once per process: the batch's tensors reuse heap pages instead of faulting in new ones
-        indices = np.array([i[0] if isinstance(i, (tuple, list)) else i for i in items], dtype=np.int64)
-        seeds = [i[1] if isinstance(i, (tuple, list)) else None for i in items]
+        """A whole batch at once (the DataLoader calls this when it exists): one gather from the array, then the
+        augmentation. Plain ints get the eval view, ``(index, seed)`` pairs the augmentation drawn from ``seed``."""
+        indices, seeds = split_items(items)
         images = torch.from_numpy(self.images[indices])  # fancy indexing copies out of the memmap: (B, C, H, W)
-        augmented = self.augmentation is not None and all(s is not None for s in seeds)
-        if augmented:
-            images = augment_batch(images, self.size, self.augmentation, seeds)
-        elif self.augmentation is not None and any(s is not None for s in seeds):  # a mix: rare, do it per item
-            return [self.__getitem__(item) for item in items]
-        else:
+        seeded = [s is not None for s in seeds]
+        if self.augmentation is None or not any(seeded):
             images = center_crop_or_resize(images, self.size)
+        elif all(seeded):
+            images = augment(images, self.size, self.augmentation, seeds)
+        else:  # a mix of seeded and plain items: rare, do it per item
+            return [self.__getitem__(item) for item in items]
         return list(zip(images.unbind(0), self.labels[indices].tolist(), strict=True))
 
     def class_counts(self, num_classes: int) -> np.ndarray:

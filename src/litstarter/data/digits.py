@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+from torchvision.transforms import v2
 
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.class_subset import relabel, select_classes
 from litstarter.data.dataset import ArrayImageDataset
+from litstarter.data.fastpath.augment import FastAugmentation
 from litstarter.data.stats import channel_stats
-from litstarter.data.transforms import Augmentation
 
 
 class DigitsDataModule(ArrayDataModule):
@@ -36,7 +37,7 @@ class DigitsDataModule(ArrayDataModule):
         seed: int = 42,
         val_fraction: float = 0.15,
         test_fraction: float = 0.15,
-        augmentation: Augmentation | None = Augmentation(
+        augmentation: v2.Transform | None = FastAugmentation(
             crop_scale=(0.7, 1.0), crop_ratio=(0.9, 1.1), hflip=0.0, color_jitter=0.0
         ),
         mean: list[float] | None = None,

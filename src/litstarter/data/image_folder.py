@@ -8,16 +8,17 @@ from typing import Literal
 
 from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Sampler
+from torchvision.transforms import v2
 
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.cache import ImageCache
 from litstarter.data.cache_build import warn_skipped
 from litstarter.data.cached_folder import CachedImageFolder
 from litstarter.data.dataset import ArrayImageDataset
+from litstarter.data.fastpath.augment import FastAugmentation
 from litstarter.data.leakage import warn_leakage
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
 from litstarter.data.splits import Listing
-from litstarter.data.transforms import Augmentation
 from litstarter.errors import UsageError
 
 
@@ -76,7 +77,7 @@ class ImageFolderDataModule(ArrayDataModule):
         val_fraction: float = 0.1,
         test_fraction: float = 0.1,
         sampler: Literal["none", "weighted", "balanced"] = "none",
-        augmentation: Augmentation | None = Augmentation(),
+        augmentation: v2.Transform | None = FastAugmentation(),
         batch_size: int = 64,
         num_workers: int | None = None,
         cache_dir: str | None = None,

@@ -1,4 +1,7 @@
-"""Per-sample random augmentation on uint8 tensors, drawn from each sample's own seed.
+"""The built-in fast augmentation: random resized crop, flip and colour jitter, batched, drawn from per-sample seeds.
+
+You can ignore this module: it is one augmentation among others (see :mod:`litstarter.data.augmentation`), the
+default because it is several times faster than the same operations from torchvision one sample at a time.
 
 The sampler gives every draw of every sample a seed, a function of ``(seed, epoch, position)``. All random
 choices for that draw (crop box, flip, jitter factors) are fixed numbers of a counter-based generator keyed
@@ -11,19 +14,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as nn_functional
-from torchvision.transforms.v2 import functional as F
+from torchvision.transforms import v2
 
-from litstarter.preprocess import center_crop_array
+from litstarter.data.crop import center_crop_or_resize
 
 
-@dataclass
-class Augmentation:
-    """Random training-time augmentation. Val and test never augment.
+class FastAugmentation(v2.Transform):
+    """Random resized crop, horizontal flip and colour jitter, drawn from each sample's seed and run per batch.
+
+    The default ``data.augmentation``. ``ArrayImageDataset`` applies it to a whole batch at once with
+    :func:`augment_batch`, every random choice a pure function of the sample's seed (exact replay on resume).
+    Called on one ``(C, H, W)`` uint8 image like any v2 transform, it draws a seed from torch's generator and
+    keeps the image's size.
 
     Args:
         crop_scale: Area range of the random resized crop, as fractions of the image; ``null`` turns it off.
@@ -33,10 +39,29 @@ class Augmentation:
         color_jitter: Strength of brightness/contrast/saturation jitter, e.g. 0.2 for +-20%; 0 turns it off.
     """
 
-    crop_scale: tuple[float, float] | None = (0.35, 1.0)
-    crop_ratio: tuple[float, float] = (3 / 4, 4 / 3)
-    hflip: float = 0.0
-    color_jitter: float = 0.1
+    def __init__(
+        self,
+        crop_scale: tuple[float, float] | None = (0.35, 1.0),
+        crop_ratio: tuple[float, float] = (3 / 4, 4 / 3),
+        hflip: float = 0.0,
+        color_jitter: float = 0.1,
+    ) -> None:
+        super().__init__()
+        self.crop_scale = None if crop_scale is None else tuple(crop_scale)
+        self.crop_ratio = tuple(crop_ratio)
+        self.hflip = hflip
+        self.color_jitter = color_jitter
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        """One ``(C, H, W)`` uint8 image, augmented at its own size from a seed drawn from torch's generator."""
+        seed = int(torch.randint(0, 2**62, ()))
+        return augment_batch(image[None], tuple(image.shape[-2:]), self, [seed])[0]
+
+    def extra_repr(self) -> str:
+        return (
+            f"crop_scale={self.crop_scale}, crop_ratio={self.crop_ratio}, hflip={self.hflip}, "
+            f"color_jitter={self.color_jitter}"
+        )
 
 
 #: Crop attempts before the centred fallback, as torchvision's ``RandomResizedCrop``.
@@ -116,17 +141,7 @@ def random_resized_crop_boxes(
     return boxes
 
 
-def center_crop_or_resize(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """Deterministic eval view: centre-crop to ``size`` if the image is at least that big, else resize."""
-    if tuple(image.shape[-2:]) == tuple(size):
-        return image
-    if image.shape[-2] >= size[0] and image.shape[-1] >= size[1]:
-        # The same arithmetic as preprocess.center_crop_array, so inference on files matches eval exactly.
-        return center_crop_array(image, size)
-    return F.resize(image, list(size), antialias=True)
-
-
-def augment(image: torch.Tensor, size: tuple[int, int], aug: Augmentation, seed: int) -> torch.Tensor:
+def augment(image: torch.Tensor, size: tuple[int, int], aug: FastAugmentation, seed: int) -> torch.Tensor:
     """Apply the random training augmentation to one ``(C, H, W)`` uint8 image; returns ``(C, *size)`` uint8."""
     return augment_batch(image[None], size, aug, [seed])[0]
 
@@ -140,7 +155,7 @@ MAX_BATCHED_SHRINK = 1.25
 
 
 def augment_batch(
-    images: torch.Tensor, size: tuple[int, int], aug: Augmentation, seeds: Sequence[int] | np.ndarray
+    images: torch.Tensor, size: tuple[int, int], aug: FastAugmentation, seeds: Sequence[int] | np.ndarray
 ) -> torch.Tensor:
     """Augment ``(B, C, H, W)`` uint8 images, sample ``i`` drawing every random choice from ``seeds[i]``.
 
