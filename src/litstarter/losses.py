@@ -39,7 +39,16 @@ def cross_entropy(num_classes: int, class_weights: ClassWeights, label_smoothing
 
 
 def inverse_frequency_weights(counts, class_names: list[str]) -> torch.Tensor:
-    """``total / (K * count)`` per class: 1 for every class when balanced, larger for rarer classes."""
+    """``total / (K * count)`` per class: 1 for every class when balanced, larger for rarer classes.
+
+    Args:
+        counts: Training samples per class, or a data module whose ``class_counts()`` gives them.
+        class_names: The classes, in label order.
+    """
+    if hasattr(counts, "class_counts"):
+        counts = counts.class_counts()
+    elif counts is None or not hasattr(counts, "__len__"):
+        raise ValueError("model.class_weights=auto needs a data module with class_counts()")
     counts = torch.as_tensor(counts, dtype=torch.float64)
     if len(counts) != len(class_names) or (counts == 0).any():
         missing = [name for name, n in zip(class_names, counts.tolist(), strict=False) if n == 0]

@@ -10,6 +10,7 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning.pytorch.utilities import rank_zero_info
 from torchmetrics import MeanMetric
 
+from litstarter import optim
 from litstarter.batch_scaling import ScaleMode, batch_plan, scale_lr
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.losses import ClassWeights, cross_entropy, inverse_frequency_weights
@@ -18,15 +19,6 @@ from litstarter.models import check_weights, create_backbone, list_backbones
 from litstarter.models.classifier import architecture_of, build_classifier
 from litstarter.models.compiled import compile_backbone, match_keys, uncompile_backbone, uncompiled_keys
 from litstarter.models.transfer import TransferReport, load_matching_weights
-from litstarter.optim import (
-    build_scheduler,
-    default_optimizer,
-    default_scheduler,
-    param_groups,
-    scale_backbone_groups,
-    scheduler_config,
-    total_grad_norm,
-)
 
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
 PLATEAU_MONITOR = "val/loss"
@@ -127,8 +119,8 @@ class ImageClassifier(L.LightningModule):
         self.class_names = list(class_names) if class_names else [str(i) for i in range(num_classes)]
         # Defaults as None, not as functions: hparams then hold no pickled function, so a checkpoint made
         # from plain Python still loads with weights_only=True.
-        self.optimizer = optimizer or default_optimizer
-        self.lr_scheduler = lr_scheduler or default_scheduler
+        self.optimizer = optimizer or optim.default_optimizer
+        self.lr_scheduler = lr_scheduler or optim.default_scheduler
         # The same build as a checkpoint's rebuild; mean/std are placeholders until setup() copies the data's.
         self.net = build_classifier(architecture_of(self.hparams))
         try:  # a weights name is checked now; files are read when fitting starts
@@ -159,9 +151,7 @@ class ImageClassifier(L.LightningModule):
             # Built outside the CLI (which links it): record the size the data stores images at, for infer.
             self.hparams.resize_size = tuple(int(v) for v in stored)
         if stage == "fit" and self.hparams.get("class_weights") == "auto":
-            if datamodule is None or not hasattr(datamodule, "class_counts"):
-                raise ValueError("model.class_weights=auto needs a data module with class_counts()")
-            self.criterion.weight.copy_(inverse_frequency_weights(datamodule.class_counts(), self.class_names))
+            self.criterion.weight.copy_(inverse_frequency_weights(datamodule, self.class_names))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images ``(B, C, H, W)`` in 0..255 -> logits ``(B, num_classes)``."""
@@ -220,7 +210,7 @@ class ImageClassifier(L.LightningModule):
         """
         if not logs_this_step(self.trainer):
             return
-        self.log("train/grad_norm", total_grad_norm(self.parameters()), on_step=True, on_epoch=False)
+        self.log("train/grad_norm", optim.total_grad_norm(self.parameters()), on_step=True, on_epoch=False)
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         """Accumulate val loss and metrics; logged once per epoch."""
@@ -311,12 +301,12 @@ class ImageClassifier(L.LightningModule):
         hparams = self.hparams
         lr_scale = hparams.get("backbone_lr_scale", 1.0)
         no_decay = hparams.get("no_decay_norm_and_bias", True)
-        optimizer = self.optimizer(param_groups(self, no_decay, self.net.backbone, lr_scale))
-        scale_backbone_groups(optimizer, lr_scale)  # before the scheduler, which takes each group's lr as its base
+        optimizer = self.optimizer(optim.param_groups(self, no_decay, self.net.backbone, lr_scale))
+        optim.scale_backbone_groups(optimizer, lr_scale)  # before the scheduler reads each group's lr as its base
         mode, reference = hparams.get("scale_lr_with_batch", "none"), hparams.get("reference_batch_size", 64)
         scale_lr(optimizer, batch_plan(self.trainer), mode, reference)
-        scheduler = build_scheduler(self.lr_scheduler, optimizer, self.trainer.estimated_stepping_batches)
-        return {"optimizer": optimizer, "lr_scheduler": scheduler_config(scheduler, PLATEAU_MONITOR)}
+        scheduler = optim.build_scheduler(self.lr_scheduler, optimizer, self.trainer.estimated_stepping_batches)
+        return {"optimizer": optimizer, "lr_scheduler": optim.scheduler_config(scheduler, PLATEAU_MONITOR)}
 
 
 def batch_size(batch: tuple[torch.Tensor, torch.Tensor] | torch.Tensor) -> int:

@@ -189,8 +189,7 @@ def export_checkpoint(
             ``overwrite``, or a config whose data does not match the checkpoint.
     """
     ckpt_path = Path(ckpt_path)
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown or not formats:
+    if not formats or any(f not in FORMATS for f in formats):
         raise ExportError(f"--formats {list(formats)}: expected some of {list(FORMATS)}")
     net, hparams = classifier_from_checkpoint(ckpt_path, trust_model=trust_model)
     out = Path(out) if out is not None else run_folder(ckpt_path) / "export"
@@ -200,15 +199,9 @@ def export_checkpoint(
     contract = ModelContract.from_hparams(
         hparams, *net.normalization(), resize_size=data.resize_size, architecture=architecture_of(hparams)
     )
-    source = {
-        "checkpoint": str(ckpt_path),
-        "config": str(config_path),
-        "litstarter": litstarter.__version__,
-        "torch": torch.__version__,
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Built in a staging folder beside `out` and moved in only once complete: a failure or a kill part-way
-    # leaves `out` as it was.
+    source = {"checkpoint": str(ckpt_path), "config": str(config_path)}
+    source |= {"litstarter": litstarter.__version__, "torch": torch.__version__}
+    out.parent.mkdir(parents=True, exist_ok=True)  # built beside `out`, moved in once complete (see replace_export)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
     try:
         job = ExportJob(net, contract, data, staging, opset, tolerances)
