@@ -9,7 +9,7 @@ CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install train test lint format tensorboard clean
+.PHONY: help install train test lint format tensorboard clean rename
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -38,6 +38,10 @@ format: $(STAMP) ## Apply ruff fixes and formatting
 
 tensorboard: $(STAMP) ## Serve the TensorBoard logs under runs/
 	$(BIN)/tensorboard --logdir runs
+
+rename: ## Rename the package everywhere: make rename NAME=my_project (then make install)
+	@test -n "$(NAME)" || (echo "usage: make rename NAME=<package>" >&2; exit 2)
+	$(PYTHON) scripts/rename.py $(NAME)
 
 clean: ## Remove runs, caches and build artefacts (keeps .venv)
 	rm -rf runs lightning_logs .pytest_cache .ruff_cache build dist src/*.egg-info

@@ -10,6 +10,7 @@ To add a subcommand, add one line to :data:`LIGHT_COMMANDS`; the top-level help 
 
 from __future__ import annotations
 
+import os
 import sys
 
 from litstarter.errors import USAGE, run_reporting
@@ -30,6 +31,9 @@ LIGHT_COMMANDS: dict[str, tuple[str, str] | str] = {
         "answer HTTP requests with a checkpoint or any exported model, batching them on the server",
     ),
 }
+# A training-only project deletes deploy/ (the whole deployment pipeline): its subcommands go with it.
+if not os.path.isfile(os.path.join(os.path.dirname(__file__), "deploy", "__init__.py")):
+    LIGHT_COMMANDS = {name: entry for name, entry in LIGHT_COMMANDS.items() if ".deploy." not in str(entry)}
 
 # LightningCLI's subcommands (``LightningCLI.subcommands()``; a test keeps the two equal), with our help lines.
 LIGHTNING_COMMANDS: dict[str, str] = {

@@ -1,0 +1,81 @@
+"""Make it yours, on one copy of the repository: ``make rename`` the package, then delete ``deploy/``.
+
+After each step the copy's fast tests still pass, run with the shared venv but the copy's own ``src`` first on the
+path (the venv's editable install points at the original). The whole fast suite takes minutes on 2 cores, so the
+copy runs a subset that exercises what the edits touch: the import graph, every config's class paths, the
+subcommand tables, the docs test, the model registry and the augmentation seam; plus a 1-epoch fit through the
+renamed package.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+NEW = "mytask"
+SUBSET = [
+    "tests/test_import_graph.py",
+    "tests/test_configs.py",
+    "tests/test_main.py",
+    "tests/test_readme.py",
+    "tests/models",
+    "tests/data/test_augmentation.py",
+]
+IGNORED = (".git", ".venv", "runs", "lightning_logs", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info")
+
+
+def _run(args: list[str], copy: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy / "src"), str(copy)]), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(args, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, (
+        f"{' '.join(args)} exited {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    )
+    return proc
+
+
+def _fast_subset(copy: Path) -> str:
+    return _run(
+        [sys.executable, "-m", "pytest", *SUBSET, "-m", "not slow", "-q", "-p", "no:cacheprovider"], copy
+    ).stdout
+
+
+@pytest.mark.slow
+def test_rename_then_delete_deploy_leaves_a_template_whose_tests_pass(tmp_path: Path) -> None:
+    copy = tmp_path / "my_project"
+    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(*IGNORED))
+
+    _run([sys.executable, "scripts/rename.py", NEW], copy)
+    assert (copy / "src" / NEW / "__main__.py").is_file() and not (copy / "src" / "litstarter").exists()
+    pyproject = (copy / "pyproject.toml").read_text()
+    assert f'name = "{NEW}"' in pyproject and f'{NEW} = "{NEW}.__main__:main"' in pyproject
+    for folder in ("src", "tests", "configs"):
+        left = [
+            p for p in (copy / folder).rglob("*.*") if p.suffix in (".py", ".yaml") and "litstarter" in p.read_text()
+        ]
+        assert not left, f"the old name is left in {left}"
+    assert "passed" in _fast_subset(copy)
+
+    runs = tmp_path / "runs"
+    fit = [sys.executable, "-m", NEW, "fit", "--config", "configs/default.yaml", "--trainer.max_epochs=1"]
+    fit += ["--trainer.limit_train_batches=2", "--trainer.limit_val_batches=1", "--data.init_args.num_workers=0"]
+    _run([*fit, f"--trainer.logger.init_args.save_dir={runs}"], copy)
+    run = runs / "digits" / "version_0"
+    assert f"class_path: {NEW}.data.DigitsDataModule" in (run / "config.yaml").read_text()
+    assert (run / "checkpoints" / "last.ckpt").is_file() and (run / "metrics.json").is_file()
+
+    shutil.rmtree(copy / "src" / NEW / "deploy")
+    imports_deploy = re.compile(rf"(from|import)\s+{NEW}\.deploy\b|from\s+{NEW}\s+import\s+deploy\b")
+    for test in (copy / "tests").rglob("*.py"):
+        if imports_deploy.search(test.read_text()):
+            test.unlink()
+    help_text = _run([sys.executable, "-m", NEW, "--help"], copy).stdout
+    assert "fit" in help_text and "doctor" in help_text and "export" not in help_text and "infer" not in help_text
+    assert "passed" in _fast_subset(copy)
