@@ -9,7 +9,10 @@ second through two loaders with the same batch size and the same number of worke
   sample's random resized crop, flip and colour jitter drawn from its own seed and applied to the whole
   batch at once);
 * per-item decoding: torchvision ``ImageFolder`` with PIL, and the same random resized crop, flip and colour
-  jitter as PIL transforms, then ``PILToTensor``.
+  jitter as PIL transforms, then ``PILToTensor``;
+* cached + RandAugment: the same cached loader with a stock torchvision v2 ``RandAugment`` as
+  ``data.augmentation`` (per sample, seeded from the sample's seed) in place of the built-in fast augmentation:
+  what the fast path buys.
 
 The first epoch of each is a warm-up (worker start, page cache) and is not counted; the timed epochs
 alternate between the two loaders, and the median of each is reported. Also prints the cache
@@ -76,6 +79,7 @@ def main() -> None:
 
     from torch.utils.data import DataLoader
     from torchvision import datasets, transforms
+    from torchvision.transforms import v2
 
     from litstarter.data import FastAugmentation, ImageFolderDataModule
 
@@ -87,9 +91,9 @@ def main() -> None:
 
         aug = FastAugmentation(crop_scale=(0.35, 1.0), crop_ratio=(3 / 4, 4 / 3), hflip=0.5, color_jitter=0.1)
 
-        def data_module() -> ImageFolderDataModule:
+        def data_module(augmentation=aug) -> ImageFolderDataModule:
             return ImageFolderDataModule(
-                str(root), image_size=args.image_size, val_fraction=0.05, test_fraction=0.0, augmentation=aug,
+                str(root), image_size=args.image_size, val_fraction=0.05, test_fraction=0.0, augmentation=augmentation,
                 batch_size=args.batch_size, num_workers=args.workers, cache_dir=str(cache_dir),
             )  # fmt: skip
 
@@ -104,6 +108,8 @@ def main() -> None:
         assert again.cache.reused
         print(f"cache build: {build_s:.1f} s; reuse with nothing changed: {reuse_s:.3f} s")
         dm.setup("fit")
+        stock = data_module(v2.RandAugment())  # the same cache (augmentation is not part of it)
+        stock.setup("fit")
 
         # The same random transforms, on decoded PIL images (the per-item decoding pipeline).
         per_item = transforms.Compose(
@@ -119,13 +125,19 @@ def main() -> None:
             folder, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
             persistent_workers=args.workers > 0,
         )  # fmt: skip
-        rates = interleaved_rates({"cached": dm.train_dataloader(), "decoded": loader}, args.epochs)
-        cached, decoded = rates["cached"], rates["decoded"]
+        loaders = {"cached": dm.train_dataloader(), "decoded": loader, "randaugment": stock.train_dataloader()}
+        rates = interleaved_rates(loaders, args.epochs)
+        cached, decoded, randaugment = rates["cached"], rates["decoded"], rates["randaugment"]
 
     print(f"{'pipeline':<40} {'images/s':>10}")
     print(f"{'cached uint8 memmap + tensor augment':<40} {cached:>10.0f}")
     print(f"{'ImageFolder + PIL decode + augment':<40} {decoded:>10.0f}")
+    print(f"{'cached uint8 memmap + v2.RandAugment':<40} {randaugment:>10.0f}")
     print(f"ratio cached / per-item decoding: {cached / decoded:.1f}x  (workers={args.workers}, target >= 5x)")
+    print(
+        f"ratio cached + RandAugment / per-item decoding: {randaugment / decoded:.1f}x; the fast default augmentation "
+        f"is {cached / randaugment:.1f}x the stock RandAugment"
+    )
 
 
 if __name__ == "__main__":
