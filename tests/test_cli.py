@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from litstarter.__main__ import LIGHT_COMMANDS, LIGHTNING_COMMANDS
 from tests.conftest import DEFAULT_CONFIG, REPO, run_cli
 
 
@@ -18,7 +19,7 @@ def test_console_script_and_module_entry_point_both_work() -> None:
     for cmd in ([str(exe)], [sys.executable, "-m", "litstarter"]):
         proc = subprocess.run([*cmd, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
-        for sub in ("fit", "validate", "test", "predict", "doctor", "export", "infer"):
+        for sub in [*LIGHTNING_COMMANDS, *LIGHT_COMMANDS]:  # export and infer while deploy/ exists
             assert sub in proc.stdout
 
 
