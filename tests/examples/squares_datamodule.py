@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import numpy as np
+from jsonargparse import lazy_instance
 from torchvision.transforms import v2
 
 from litstarter.data import ArrayDataModule, ArrayImageDataset, FastAugmentation
@@ -30,7 +31,7 @@ class SquaresDataModule(ArrayDataModule):
         num_workers: int | None = 0,
         seed: int = 0,
         per_class: int = 24,
-        augmentation: v2.Transform | None = FastAugmentation(crop_scale=(0.8, 1.0), hflip=0.0),
+        augmentation: v2.Transform | None = lazy_instance(FastAugmentation, crop_scale=(0.8, 1.0), hflip=0.0),
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         self.class_names = ["top_left", "top_right", "bottom_left"]

@@ -28,7 +28,7 @@ import torch
 from torchvision.transforms import v2
 
 from litstarter.data.crop import center_crop_or_resize
-from litstarter.data.fastpath.augment import FastAugmentation, augment_batch
+from litstarter.data.fastpath.augment import FastAugmentation
 
 __all__ = ["FastAugmentation", "augment", "seeded_call"]
 
@@ -47,7 +47,7 @@ def augment(
     The built-in :class:`FastAugmentation` runs once on the batch; any other transform runs per sample, seeded.
     """
     if isinstance(augmentation, FastAugmentation):
-        return augment_batch(images, size, augmentation, seeds)
+        return augmentation.augment_batch(images, size, seeds)
     with torch.random.fork_rng(devices=[]):  # the worker's own generator is left as it was
         out = [seeded_call(augmentation, image, seed) for image, seed in zip(images, seeds, strict=True)]
     if any(o.dtype != torch.uint8 for o in out):

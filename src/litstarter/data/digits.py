@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from jsonargparse import lazy_instance
 from torchvision.transforms import v2
 
 from litstarter.data.base import ArrayDataModule
@@ -37,8 +38,8 @@ class DigitsDataModule(ArrayDataModule):
         seed: int = 42,
         val_fraction: float = 0.15,
         test_fraction: float = 0.15,
-        augmentation: v2.Transform | None = FastAugmentation(
-            crop_scale=(0.7, 1.0), crop_ratio=(0.9, 1.1), hflip=0.0, color_jitter=0.0
+        augmentation: v2.Transform | None = lazy_instance(
+            FastAugmentation, crop_scale=(0.7, 1.0), crop_ratio=(0.9, 1.1), hflip=0.0, color_jitter=0.0
         ),
         mean: list[float] | None = None,
         std: list[float] | None = None,

@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 from typing import Literal
 
+from jsonargparse import lazy_instance
 from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Sampler
 from torchvision.transforms import v2
@@ -77,7 +78,7 @@ class ImageFolderDataModule(ArrayDataModule):
         val_fraction: float = 0.1,
         test_fraction: float = 0.1,
         sampler: Literal["none", "weighted", "balanced"] = "none",
-        augmentation: v2.Transform | None = FastAugmentation(),
+        augmentation: v2.Transform | None = lazy_instance(FastAugmentation),
         batch_size: int = 64,
         num_workers: int | None = None,
         cache_dir: str | None = None,

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from torch import nn
 
-from litstarter.errors import BadInputError
+from litstarter.errors import BadInputError, UsageError
 
 BackboneFactory = Callable[..., nn.Module]
 
@@ -58,6 +58,10 @@ def register_backbone(
     return decorator
 
 
+class BackboneError(UsageError, ValueError):
+    """``model.backbone`` names no registered backbone and no importable ``nn.Module`` class (exit 2, one line)."""
+
+
 class UntrustedBackboneError(BadInputError):
     """A checkpoint names a backbone class outside this package, and ``trust_model`` was not given."""
 
@@ -87,13 +91,13 @@ def backbone_class(class_path: str, trust_model: bool = True) -> type[nn.Module]
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
-        raise ValueError(
-            f"backbone {class_path!r}: cannot import {module_name!r} ({err}); is your module installed or on "
+        raise BackboneError(
+            f"model.backbone {class_path!r}: cannot import {module_name!r} ({err}); is your module installed or on "
             f"PYTHONPATH? Registered names: {list_backbones()}"
         ) from None
     cls = getattr(module, attribute, None)
     if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
-        raise ValueError(f"backbone {class_path!r} is not an nn.Module subclass (got {type(cls).__name__})")
+        raise BackboneError(f"model.backbone {class_path!r} is not an nn.Module subclass (got {type(cls).__name__})")
     return cls
 
 
@@ -155,9 +159,9 @@ def list_backbones() -> list[str]:
 
 def _check_name(name: str) -> None:
     if name not in _REGISTRY:
-        raise ValueError(
-            f"unknown backbone {name!r}; expected one of {list_backbones()} or the class path of your own "
-            "nn.Module (package.module.Class)"
+        raise BackboneError(
+            f"model.backbone: unknown backbone {name!r}; expected one of {list_backbones()} or the class path of "
+            "your own nn.Module (package.module.Class)"
         )
 
 
@@ -194,8 +198,8 @@ def create_backbone(
         kwargs["image_size"] = tuple(image_size)
     backbone = factory(in_channels=in_channels, **kwargs)
     if not isinstance(getattr(backbone, "num_features", None), int):
-        raise ValueError(
-            f"backbone {name!r} has no int num_features (the width of its (B, num_features) output); the backbone "
-            "contract is in litstarter.models.registry"
+        raise BackboneError(
+            f"model.backbone {name!r} has no int num_features (the width of its (B, num_features) output); the "
+            "backbone contract is in litstarter.models.registry"
         )
     return backbone

@@ -55,7 +55,15 @@ class FastAugmentation(v2.Transform):
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         """One ``(C, H, W)`` uint8 image, augmented at its own size from a seed drawn from torch's generator."""
         seed = int(torch.randint(0, 2**62, ()))
-        return augment_batch(image[None], tuple(image.shape[-2:]), self, [seed])[0]
+        return self.augment_batch(image[None], tuple(image.shape[-2:]), [seed])[0]
+
+    def augment_batch(
+        self, images: torch.Tensor, size: tuple[int, int], seeds: Sequence[int] | np.ndarray
+    ) -> torch.Tensor:
+        """:func:`augment_batch` with these settings (a method: the data modules' default is a jsonargparse
+        ``lazy_instance``, so that ``config.yaml`` can name it, and such an instance is built on its first method
+        call)."""
+        return augment_batch(images, size, self, seeds)
 
     def extra_repr(self) -> str:
         return (
