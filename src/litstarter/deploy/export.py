@@ -20,7 +20,6 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from litstarter.deploy.export_folder import (
     FORMATS,
     REPORT_NAME,
     check_out_dir,
+    make_staging,
     replace_export,
     run_folder,
 )
@@ -201,8 +201,7 @@ def export_checkpoint(
     )
     source = {"checkpoint": str(ckpt_path), "config": str(config_path)}
     source |= {"litstarter": litstarter.__version__, "torch": torch.__version__}
-    out.parent.mkdir(parents=True, exist_ok=True)  # built beside `out`, moved in once complete (see replace_export)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
+    staging = make_staging(out)  # built beside `out`, moved in once complete (see replace_export)
     try:
         job = ExportJob(net, contract, data, staging, opset, tolerances)
         # In FORMATS order: onnx before int8, which quantizes the model.onnx verified before it.

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
 from pathlib import Path
 
 from litstarter.deploy.contract import SIDECAR_NAME
 from litstarter.deploy.export_data import ExportError
+from litstarter.leftovers import owner_tag, remove_stale
 
 #: Format name (for --formats) -> (file name, backend kind).
 FORMATS: dict[str, tuple[str, str]] = {
@@ -61,3 +63,14 @@ def check_out_dir(out: Path, overwrite: bool) -> None:
             os.unlink(probe)
         except OSError as err:
             raise ExportError(f"--out {out} cannot be written: folder '{folder}': {err.strerror}") from None
+
+
+def make_staging(out: Path) -> Path:
+    """A new, empty staging folder beside ``out``, where the export is built before :func:`replace_export`.
+
+    A failure or a kill part-way leaves ``out`` as it was. The folder's name carries our pid and host, so the next
+    export removes what a killed one left (``litstarter.leftovers`` has the rule).
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(out.parent.glob(f".{glob.escape(out.name)}.*.staging"))
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.{owner_tag()}.", suffix=".staging", dir=out.parent))
