@@ -1,7 +1,7 @@
 """An example of your own data module: subclass ``ArrayDataModule``, fill the splits in ``setup``, and the CLI links
 ``num_classes``, ``channels``, ``image_size``, ``class_names`` and ``resize_size`` into the model as for ours.
 
-    litstarter fit --config configs/default.yaml --data tests.examples.squares_datamodule.SquaresDataModule
+    python -m litstarter fit --config configs/default.yaml --data tests.examples.squares_datamodule.SquaresDataModule
 """
 
 from __future__ import annotations
