@@ -11,7 +11,7 @@ from jsonargparse import lazy_instance
 from torchvision.transforms import v2
 
 from litstarter.data import ArrayDataModule, ArrayImageDataset, FastAugmentation
-from litstarter.data.dataset import channel_stats
+from litstarter.data.stats import channel_stats
 
 
 class SquaresDataModule(ArrayDataModule):
