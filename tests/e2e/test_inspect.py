@@ -4,6 +4,7 @@ sampler, every bad file; --json is valid JSON; it never imports Lightning or tor
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,14 +18,16 @@ from tests.data.images import make_split_folder
 pytestmark = pytest.mark.slow
 
 FOLDER_CONFIG = str(CONFIGS / "data" / "image_folder.yaml")
+ODD = os.fsdecode(b"new_caf\xe9.png")  # a name that isn't valid UTF-8 (Latin-1 bytes)
 
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory) -> tuple[Path, list[str]]:
-    """train/test, 20:4 cat:dog, one train image copied into test (another name, another class), one bad file."""
+    """train/test, 20:4 cat:dog, one train image copied into test (another name, not UTF-8, another class), one
+    bad file."""
     tmp = tmp_path_factory.mktemp("inspect")
     root = make_split_folder(tmp / "photos", {"train": {"cat": 20, "dog": 4}, "test": {"cat": 3, "dog": 3}})
-    shutil.copy(root / "train" / "cat" / "007.png", root / "test" / "dog" / "looks_new.png")
+    shutil.copy(root / "train" / "cat" / "007.png", root / "test" / "dog" / ODD)
     (root / "test" / "cat" / "empty.png").write_bytes(b"")
     args = [
         "inspect", "--config", str(DEFAULT_CONFIG), "--config", FOLDER_CONFIG, "--data.root", str(root),
@@ -38,7 +41,7 @@ def test_inspect_finds_the_planted_copy_the_imbalance_and_suggests_a_sampler(pla
     report = json.loads(run_litstarter([*args, "--json"]).stdout)  # builds the cache: it was missing
     assert report["cache_reused"] is False
     assert report["leak_count"] == 1
-    assert report["leaks"][0]["files"] == {"train": ["train/cat/007.png"], "test": ["test/dog/looks_new.png"]}
+    assert report["leaks"][0]["files"] == {"train": ["train/cat/007.png"], "test": [f"test/dog/{ODD}"]}
     train = report["images"]["train"]  # val carved from train: 18 cats, 3 dogs
     assert train == {"cat": 18, "dog": 3} and report["imbalance_ratio"] == 6.0
     assert {"option": "data.sampler", "value": "balanced"}.items() <= report["suggestions"][0].items()
@@ -47,7 +50,7 @@ def test_inspect_finds_the_planted_copy_the_imbalance_and_suggests_a_sampler(pla
 
     table = run_litstarter(args)  # the second run reads the cache it built
     assert "reused" in table.stdout and "imbalance (train): 6.0:1 (cat / dog)" in table.stdout
-    assert "train/cat/007.png = test/dog/looks_new.png" in table.stdout
+    assert "train/cat/007.png = test/dog/new_caf\\xe9.png" in table.stdout
     assert "data.sampler: balanced" in table.stdout and "Traceback" not in table.stderr
 
 

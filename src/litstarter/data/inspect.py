@@ -27,6 +27,7 @@ from litstarter.data.config_stack import build_folder, read_command_line
 from litstarter.data.leakage import describe, find_leaks
 from litstarter.data.splits import Listing
 from litstarter.errors import UsageError
+from litstarter.listing import shown
 
 #: Our own flags (everything else is fit's).
 OWN_FLAGS = frozenset({"json"})
@@ -68,7 +69,7 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
     }
 
 
-def suggest(report: dict, folder: CachedImageFolder, sampler: str, class_weights) -> list[dict]:
+def suggest(report: dict, folder: CachedImageFolder, sampler: str, class_weights: object) -> list[dict]:
     """Settings that follow from the figures: ``[{"option", "value", "why"}]``."""
     found = []
     ratio = report["imbalance_ratio"]
@@ -122,7 +123,9 @@ def render(report: dict) -> str:
     if report["listing_notes"]:
         lines.append(f"left out of the listing: {report['listing_notes']}")
     lines.append("modes: " + ", ".join(f"{mode} {n}" for mode, n in report["modes"].items()))
-    lines += [f"bad files: {len(report['bad_files'])}"] + [f"  {b['path']}: {b['reason']}" for b in report["bad_files"]]
+    lines += [f"bad files: {len(report['bad_files'])}"] + [
+        f"  {shown(b['path'])}: {b['reason']}" for b in report["bad_files"]
+    ]
     lines.append(f"images in more than one split: {report['leak_count']}")
     lines += [f"  {describe(leak)}" for leak in report["leaks"]]
     lines.append("suggestions:" if report["suggestions"] else "suggestions: none")

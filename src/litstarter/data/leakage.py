@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 
 from litstarter.data.cache import ImageCache
+from litstarter.listing import shown
 
 #: Leaks shown in the fit's warning (``inspect`` lists all of them).
 EXAMPLES = 3
@@ -27,8 +28,8 @@ def find_leaks(cache: ImageCache) -> list[dict]:
 
 
 def describe(leak: dict) -> str:
-    """``train/a/1.png = test/a/7.png`` for one leak."""
-    return " = ".join(path for paths in leak["files"].values() for path in paths)
+    """``train/a/1.png = test/a/7.png`` for one leak (names that aren't UTF-8 shown with ``\\xNN``)."""
+    return " = ".join(shown(path) for paths in leak["files"].values() for path in paths)
 
 
 def warn_leakage(cache: ImageCache) -> list[dict]:
