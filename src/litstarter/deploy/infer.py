@@ -20,13 +20,16 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from litstarter.deploy.backends import Backend, open_model
 from litstarter.errors import UsageError, run_reporting
 from litstarter.io import atomic_write
 from litstarter.listing import Walker, file_problem, shown
+
+if TYPE_CHECKING:  # numpy and the backends load when files are predicted: `infer --help` answers without them
+    import numpy as np
+
+    from litstarter.deploy.backends import Backend
 
 
 @dataclass
@@ -103,6 +106,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def softmax(logits: np.ndarray) -> np.ndarray:
     """Row-wise softmax in float64 (stable for large logits)."""
+    import numpy as np
+
     z = logits.astype(np.float64) - logits.max(axis=-1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=-1, keepdims=True)
@@ -117,6 +122,8 @@ def predict_files(backend: Backend, files: Sequence[Path], batch_size: int = 32,
         batch_size: Images per forward pass.
         topk: How many classes to keep per image (capped at the number of classes).
     """
+    import numpy as np
+
     contract = backend.contract
     k = min(topk, contract.num_classes)
     pending: list[tuple[Path, np.ndarray | None, str]] = []
@@ -210,6 +217,8 @@ def _run(argv: Sequence[str] | None) -> int:
         raise UsageError(f"--topk and --batch_size must be >= 1, got {args.topk}, {args.batch_size}")
     files, hidden, notes = list_inputs(args.input)
     check_output(args.output, files)
+    from litstarter.deploy.backends import open_model
+
     backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
     topk = min(args.topk, backend.contract.num_classes)
     predictions = list(predict_files(backend, files, args.batch_size, topk))
