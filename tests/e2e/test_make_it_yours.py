@@ -3,8 +3,7 @@
 After each step the copy's fast tests still pass, run with the shared venv but the copy's own ``src`` first on the
 path (the venv's editable install points at the original). The whole fast suite takes minutes on 2 cores, so the
 copy runs a subset that exercises what the edits touch: the import graph, every config's class paths, the
-subcommand tables, the docs test, the model registry and the augmentation seam; plus a 1-epoch fit through the
-renamed package.
+subcommand tables, the docs test and backbones by class path; plus a 1-epoch fit through the renamed package.
 """
 
 from __future__ import annotations
@@ -26,8 +25,7 @@ SUBSET = [
     "tests/test_configs.py",
     "tests/test_main.py",
     "tests/test_readme.py",
-    "tests/models",
-    "tests/data/test_augmentation.py",
+    "tests/models/test_backbone_class_path.py",
 ]
 IGNORED = (".git", ".venv", "runs", "lightning_logs", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info")
 

@@ -12,25 +12,30 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import REPO, fast_fit_args, run_litstarter
+from tests.conftest import REPO, fast_fit_args, run_cli
+
+MINE = "tests.examples.my_backbones.TinyNet"
+
+
+def _entry(args: list[str], capsys) -> tuple[int, str]:
+    """``litstarter ARGS`` in this process (the entry point, errors as one line): exit code and stderr."""
+    from litstarter.__main__ import main
+
+    code = main(args)
+    return code, capsys.readouterr().err
 
 
 @pytest.mark.slow
-def test_your_backbone_trains_exports_infers_and_loads_in_a_fresh_process(tmp_path: Path) -> None:
+def test_your_backbone_trains_exports_infers_and_loads_in_a_fresh_process(tmp_path: Path, capsys) -> None:
     pytest.importorskip("litstarter.deploy.export", reason="deploy/ was deleted: nothing to export")
-    env = {"PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")])}
-    fit = [*fast_fit_args(tmp_path, epochs=1, name="mine"), "--trainer.limit_train_batches=4"]
-    run_litstarter(
-        [*fit, "--model.backbone=tests.examples.my_backbones.TinyNet", "--model.backbone_kwargs={width: 16}"], env=env
-    )
+    fit = [*fast_fit_args(tmp_path, epochs=1, name="mine"), "--trainer.limit_train_batches=4", "--test_after_fit=false"]
+    run_cli([*fit, f"--model.backbone={MINE}", "--model.backbone_kwargs={width: 16}"])
     ckpt = tmp_path / "mine" / "version_0" / "checkpoints" / "last.ckpt"
     export = ["export", "--ckpt_path", str(ckpt), "--out", str(tmp_path / "export"), "--formats", "weights", "onnx"]
 
-    refused = run_litstarter(export, env=env, check=False)
-    assert refused.returncode == 1, refused.stderr
-    assert "tests.examples.my_backbones.TinyNet" in refused.stderr and "--trust_model" in refused.stderr
-    assert "Traceback" not in refused.stderr
-    run_litstarter([*export, "--trust_model"], env=env)
+    code, err = _entry(export, capsys)
+    assert code == 1 and MINE in err and "--trust_model" in err and "Traceback" not in err, err
+    assert _entry([*export, "--trust_model"], capsys)[0] == 0
 
     images = tmp_path / "images"
     images.mkdir()
@@ -38,23 +43,22 @@ def test_your_backbone_trains_exports_infers_and_loads_in_a_fresh_process(tmp_pa
         Image.fromarray(np.full((8, 8), 40 * i, dtype=np.uint8)).save(images / f"{i}.png")
     infer = ["infer", "--input", str(images), "--output", str(tmp_path / "out.csv")]
     for model in (ckpt, tmp_path / "export" / "weights.pt"):
-        refused = run_litstarter([*infer, "--model", str(model)], env=env, check=False)
-        assert refused.returncode == 1 and "--trust_model" in refused.stderr, refused.stderr
-        run_litstarter([*infer, "--model", str(model), "--trust_model"], env=env)
-    run_litstarter([*infer, "--model", str(tmp_path / "export" / "model.onnx")], env=env)  # a graph: no code
+        code, err = _entry([*infer, "--model", str(model)], capsys)
+        assert code == 1 and "--trust_model" in err, err
+        assert _entry([*infer, "--model", str(model), "--trust_model"], capsys)[0] == 0
+    assert _entry([*infer, "--model", str(tmp_path / "export" / "model.onnx")], capsys)[0] == 0  # a graph: no code
 
     script = (
         "from litstarter.task import ImageClassifier\n"
         f"model = ImageClassifier.load_from_checkpoint({str(ckpt)!r}, map_location='cpu')\n"
         "print(type(model.net.backbone).__module__, type(model.net.backbone).__name__, model.net.backbone.num_features)"
     )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
     fresh = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=tmp_path,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert fresh.returncode == 0, fresh.stderr[-3000:]
     assert fresh.stdout.split()[-3:] == ["tests.examples.my_backbones", "TinyNet", "16"]
