@@ -51,10 +51,8 @@ def _imports_deploy(path: Path) -> bool:
     return False
 
 
-def _fast_subset(copy: Path) -> str:
-    return _run(
-        [sys.executable, "-m", "pytest", *SUBSET, "-m", "not slow", "-q", "-p", "no:cacheprovider"], copy
-    ).stdout
+def _fast_subset(copy: Path, tests: list[str] = SUBSET) -> str:
+    return _run([sys.executable, "-m", "pytest", *tests, "-m", "not slow", "-q", "-p", "no:cacheprovider"], copy).stdout
 
 
 @pytest.mark.slow
