@@ -9,7 +9,7 @@ CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install train test lint format tensorboard clean rename
+.PHONY: help install train test test-fast lint format tensorboard clean rename
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -25,8 +25,11 @@ install: $(STAMP) ## Create .venv and install the package with its dev extra
 train: $(STAMP) ## Train on the embedded digits data (CONFIG=... to pick another config)
 	$(BIN)/litstarter fit --config $(CONFIG)
 
-test: $(STAMP) ## Run the whole test suite
+test: $(STAMP) ## Run the whole test suite (what CI runs; < 15 min on 2 cores)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP) ## Run the fast tests only, without tests/e2e/ (< 2 min on 2 cores): the edit loop
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff check + format check
 	$(BIN)/ruff check src tests benchmarks examples

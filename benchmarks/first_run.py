@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # tests.data.images writes the digit photos (the same generator the tests use)
+sys.path.insert(0, str(REPO))  # tests.helpers writes the digit photos (the same generator the tests use)
 
 OLD_KWARGS = '--model.backbone_kwargs={"widths": [32, 64, 128], "stem": 1}'
 
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     opts = parser.parse_args()
 
-    from tests.data.images import write_digit_photos
+    from tests.helpers import write_digit_photos
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "digit_photos"

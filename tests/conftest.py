@@ -1,76 +1,27 @@
-"""Shared fixtures. Train once per session and reuse: the whole suite must stay under 10 minutes on 2 cores."""
+"""Session fixtures: train once and export once per session, shared by every test that needs a run.
+
+Plain helpers (paths, CLI runners, image folders, TensorBoard readers) live in tests/helpers.py.
+The whole suite must stay under 15 minutes on 2 cores, `make test-fast` under 2 minutes.
+"""
 
 from __future__ import annotations
 
 import io
 import os
-import socket
-import subprocess
-import sys
 import warnings
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
-REPO = Path(__file__).resolve().parents[1]
-CONFIGS = REPO / "configs"
-DEFAULT_CONFIG = CONFIGS / "default.yaml"
+from litstarter.data import DigitsDataModule
+from tests.helpers import best_checkpoint, fast_fit_args, run_cli
 
 # Keep BLAS/OpenMP from oversubscribing the 2 cores when tests spawn processes.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-
-def run_cli(args: list[str]):
-    """Run the LightningCLI in this process and return it (fast: no second `import lightning`)."""
-    from litstarter.cli import main
-
-    return main(args)
-
-
-def run_litstarter(
-    args: list[str],
-    cwd: Path | None = None,
-    timeout: float = 300,
-    env: dict | None = None,
-    check: bool = True,
-) -> subprocess.CompletedProcess:
-    """Run ``python -m litstarter ARGS`` in a subprocess; on failure, show its output."""
-    full_env = {**os.environ, **(env or {})}
-    proc = subprocess.run(
-        [sys.executable, "-m", "litstarter", *args],
-        cwd=cwd or REPO,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(
-            f"litstarter {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-        )
-    return proc
-
-
-def fast_fit_args(save_dir: Path, epochs: int = 3, name: str = "digits") -> list[str]:
-    """Arguments for a quick digits fit whose run directory lands under ``save_dir``."""
-    return [
-        "fit",
-        "--config",
-        str(DEFAULT_CONFIG),
-        f"--trainer.max_epochs={epochs}",
-        f"--trainer.logger.init_args.save_dir={save_dir}",
-        f"--trainer.logger.init_args.name={name}",
-        "--data.init_args.num_workers=0",
-    ]
-
-
-def free_port() -> int:
-    """A TCP port that is free right now on loopback."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -85,13 +36,6 @@ def digits_run(tmp_path_factory) -> Path:
     run_dir = save_dir / "digits" / "version_0"
     assert (run_dir / "checkpoints" / "last.ckpt").exists()
     return run_dir
-
-
-def best_checkpoint(run_dir: Path) -> Path:
-    """The best (non-last) checkpoint of a run."""
-    ckpts = [p for p in (run_dir / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
-    assert len(ckpts) == 1, ckpts
-    return ckpts[0]
 
 
 @dataclass
@@ -121,3 +65,18 @@ def digits_export(digits_run, tmp_path_factory) -> ExportRun:
         warnings.simplefilter("always")
         rc = main(["--ckpt_path", str(ckpt), "--out", str(out)])
     return ExportRun(ckpt, out, rc, stdout.getvalue(), stderr.getvalue(), [str(w.message) for w in caught])
+
+
+NUM_IMAGES = 48
+
+
+@pytest.fixture(scope="session")
+def digit_files(tmp_path_factory) -> tuple[Path, list[Path], np.ndarray]:
+    """The first test-split digits as PNG files (names sort in split order), and the arrays they came from."""
+    folder = tmp_path_factory.mktemp("digit_pngs")
+    images = DigitsDataModule().splits()["test"][0][:NUM_IMAGES]  # (N, 1, 8, 8) uint8, the data module's split
+    files = []
+    for i, image in enumerate(images):
+        files.append(folder / f"{i:03d}.png")
+        Image.fromarray(image[0]).save(files[-1])
+    return folder, files, images

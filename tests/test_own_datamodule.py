@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from tests.conftest import DEFAULT_CONFIG, run_cli
+from tests.helpers import DEFAULT_CONFIG, run_cli
 
 
 def test_a_users_data_module_trains_through_the_cli_with_every_link(tmp_path: Path) -> None:

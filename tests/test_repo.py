@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 BIN = Path(sys.executable).parent
 

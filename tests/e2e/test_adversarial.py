@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import CONFIGS, DEFAULT_CONFIG, REPO
-from tests.data.images import make_class_folder
+from tests.helpers import CONFIGS, DEFAULT_CONFIG, REPO, make_image_folder
 
 pytestmark = pytest.mark.slow
 
@@ -121,8 +120,8 @@ def test_user_errors_through_the_cli_are_one_sentence_with_the_exit_code(two_run
     (tmp_path / "notes.ckpt").write_text("these are my notes, not a checkpoint\n")
     marker = tmp_path / "PWNED"
     evil = _evil_pickle(tmp_path / "evil.ckpt", marker)
-    one_class = make_class_folder(tmp_path / "one_class", {"cats": 6})
-    five = make_class_folder(tmp_path / "five", {c: 4 for c in "abcde"}, size=(8, 8))
+    one_class = make_image_folder(tmp_path / "one_class", {"cats": 6})
+    five = make_image_folder(tmp_path / "five", {c: 4 for c in "abcde"}, size=(8, 8))
     folder = ["--config", str(CONFIGS / "data" / "image_folder.yaml"), "--data.init_args.image_size=8"]
     runs = tmp_path / "runs"
     offline = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "TORCH_HOME": str(tmp_path)}
@@ -173,7 +172,7 @@ def test_user_errors_through_the_cli_are_one_sentence_with_the_exit_code(two_run
 
 
 def _export(ckpt: Path, out: Path) -> None:
-    from tests.conftest import run_litstarter
+    from tests.helpers import run_litstarter
 
     run_litstarter(["export", "--ckpt_path", str(ckpt), "--out", str(out), "--formats", "weights", "onnx"])
 
@@ -186,7 +185,7 @@ def test_bad_model_files_and_outputs_for_infer_and_export(two_runs: Path, tmp_pa
     export = tmp_path / "export"
     _export(ckpt, export)
     images = tmp_path / "images"
-    from tests.data.images import write_image
+    from tests.helpers import write_image
 
     inputs = [write_image(images / f"{i}.png", (8, 8), mode="L", seed=i) for i in range(3)]
     original = inputs[0].read_bytes()
@@ -211,7 +210,7 @@ def test_bad_model_files_and_outputs_for_infer_and_export(two_runs: Path, tmp_pa
     for name, data in [("model.onnx", b"\x08\x07garbage"), ("model.ts", b"PK\x03\x04junk"), ("model.pt2", b"junk")]:
         (corrupt / name).write_bytes(data)
     shutil.copy(export / "model.json", corrupt / "model.json")
-    lock = {"class_path": "tests.fault_injection.MakeCheckpointsReadOnly", "init_args": {"epoch": 1}}
+    lock = {"class_path": "tests.e2e.fault_injection.MakeCheckpointsReadOnly", "init_args": {"epoch": 1}}
     read_only = tmp_path / "read_only"
     read_only.mkdir()
     read_only.chmod(0o555)

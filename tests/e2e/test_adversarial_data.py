@@ -13,8 +13,7 @@ import pytest
 from litstarter.__main__ import main as litstarter_main
 from litstarter.data.manifest import as_records
 from litstarter.deploy import infer
-from tests.conftest import CONFIGS, DEFAULT_CONFIG, run_litstarter
-from tests.data.images import make_mixed_class_folder, write_image
+from tests.helpers import CONFIGS, DEFAULT_CONFIG, MIXED_IMAGES, make_image_folder, run_litstarter, write_image
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +24,7 @@ ODD = os.fsdecode(b"caf\xe9.png")  # Latin-1 bytes: not valid UTF-8
 def hostile(tmp_path_factory) -> Path:
     """18 images in 3 classes, plus ``loop -> ..``, ``self -> .``, a link to a sibling class, an image whose
     name isn't UTF-8, a dangling link and a file-link loop."""
-    root = make_mixed_class_folder(tmp_path_factory.mktemp("hostile") / "root", {"a": 6, "b": 6, "c": 6})
+    root = make_image_folder(tmp_path_factory.mktemp("hostile") / "root", {"a": 6, "b": 6, "c": 6}, **MIXED_IMAGES)
     os.symlink("..", root / "a" / "loop")
     os.symlink(".", root / "b" / "self")
     os.symlink("../a", root / "c" / "to_a")

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CONFIGS, DEFAULT_CONFIG, run_cli
-from tests.data.images import write_digit_photos
+from tests.helpers import CONFIGS, DEFAULT_CONFIG, run_cli, write_digit_photos
 
 pytestmark = pytest.mark.slow
 

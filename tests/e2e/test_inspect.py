@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CONFIGS, DEFAULT_CONFIG, run_litstarter
-from tests.data.images import make_split_folder
+from tests.helpers import CONFIGS, DEFAULT_CONFIG, make_image_folder, run_litstarter
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +25,7 @@ def planted(tmp_path_factory) -> tuple[Path, list[str]]:
     """train/test, 20:4 cat:dog, one train image copied into test (another name, not UTF-8, another class), one
     bad file."""
     tmp = tmp_path_factory.mktemp("inspect")
-    root = make_split_folder(tmp / "photos", {"train": {"cat": 20, "dog": 4}, "test": {"cat": 3, "dog": 3}})
+    root = make_image_folder(tmp / "photos", {"train": {"cat": 20, "dog": 4}, "test": {"cat": 3, "dog": 3}})
     shutil.copy(root / "train" / "cat" / "007.png", root / "test" / "dog" / ODD)
     (root / "test" / "cat" / "empty.png").write_bytes(b"")
     args = [

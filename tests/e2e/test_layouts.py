@@ -12,8 +12,7 @@ import pytest
 
 from litstarter.__main__ import main as litstarter_main
 from litstarter.data.manifest import as_records
-from tests.conftest import CONFIGS, DEFAULT_CONFIG, run_cli
-from tests.data.images import make_mixed_class_folder, write_image
+from tests.helpers import CONFIGS, DEFAULT_CONFIG, MIXED_IMAGES, make_image_folder, run_cli, write_image
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +39,7 @@ def split_files(cli) -> dict[str, list[tuple[str, int]]]:
 
 def build(root: Path, splits: dict[str, dict[str, int]], grey: bool = False) -> Path:
     for i, (split, counts) in enumerate(splits.items()):
-        make_mixed_class_folder(root / split if split else root, counts, seed=i, grey=grey)
+        make_image_folder(root / split if split else root, counts, **MIXED_IMAGES, seed=i, mode="L" if grey else None)
     return root
 
 
@@ -90,8 +89,8 @@ def test_every_layout_splits_right_and_fits_end_to_end(name: str, tmp_path: Path
 def bad_train_test(tmp_path: Path) -> Path:
     """``train/`` at 10:1 and a balanced ``test/``, with three bad files and two files to ignore."""
     root = tmp_path / "bad"
-    make_mixed_class_folder(root / "train", {"common": 40, "rare": 4}, seed=1)
-    make_mixed_class_folder(root / "test", {"common": 4, "rare": 4}, seed=2)
+    make_image_folder(root / "train", {"common": 40, "rare": 4}, **MIXED_IMAGES, seed=1)
+    make_image_folder(root / "test", {"common": 4, "rare": 4}, **MIXED_IMAGES, seed=2)
     (root / "train" / "common" / "zero.jpg").write_bytes(b"")
     whole = write_image(root / "train" / "rare" / "cut.jpg", size=(48, 48)).read_bytes()
     (root / "train" / "rare" / "cut.jpg").write_bytes(whole[: len(whole) // 2])
@@ -127,7 +126,9 @@ RUNS = ("folders", "csv")
 
 
 def test_a_labels_csv_gives_the_splits_and_accuracy_of_the_same_folders(tmp_path: Path) -> None:
-    root = make_mixed_class_folder(tmp_path / "same", COUNTS, seed=5, noise=90)  # noisy: accuracy below 1
+    root = make_image_folder(
+        tmp_path / "same", COUNTS, **{**MIXED_IMAGES, "noise": 90.0}, seed=5
+    )  # noisy: accuracy below 1
     rows = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.*"))
     (root / "labels.csv").write_text("path,label\n" + "".join(f"{p},{p.split('/')[0]}\n" for p in rows))
     folders = run_cli(fit_args(root, tmp_path, "folders", epochs=2))

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 NEW = "mytask"
 SUBSET = [
     "tests/test_import_graph.py",
     "tests/test_configs.py",
-    "tests/test_main.py",
-    "tests/test_readme.py",
-    "tests/models/test_backbone_class_path.py",
+    "tests/unit/test_main.py",
+    "tests/test_docs.py",
+    "tests/unit/models/test_backbone_class_path.py",
 ]
 IGNORED = (".git", ".venv", "runs", "lightning_logs", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info")
 

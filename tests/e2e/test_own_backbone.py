@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import REPO, fast_fit_args, run_cli
+from tests.helpers import REPO, fast_fit_args, run_cli
 
 MINE = "tests.examples.my_backbones.TinyNet"
 

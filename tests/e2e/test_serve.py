@@ -27,7 +27,7 @@ import pytest
 from PIL import Image
 
 from litstarter.deploy import infer
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow
 

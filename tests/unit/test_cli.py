@@ -1,0 +1,71 @@
+"""The CLI surface: entry points, bad input at parse time, missing checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import DEFAULT_CONFIG, run_cli
+
+
+def test_fit_help_documents_model_and_data_arguments(capsys) -> None:
+    with pytest.raises(SystemExit):
+        run_cli(["fit", "--config", str(DEFAULT_CONFIG), "--help"])
+    out = capsys.readouterr().out
+    assert "--model.label_smoothing" in out and "label smoothing" in out.lower()
+    assert "--test_after_fit" in out
+
+
+def test_unknown_config_key_fails_at_parse_time_naming_the_key(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model:\n  lable_smoothing: 0.1\n")
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(["fit", "--config", str(DEFAULT_CONFIG), "--config", str(bad)])
+    assert exit_info.value.code != 0
+    assert "lable_smoothing" in capsys.readouterr().err
+
+
+def test_wrong_type_fails_at_parse_time_naming_the_key(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(["fit", "--config", str(DEFAULT_CONFIG), "--trainer.max_epochs=many"])
+    assert exit_info.value.code != 0
+    err = capsys.readouterr().err
+    assert "max_epochs" in err and "many" in err
+
+
+def test_missing_checkpoint_path_names_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "last.ckpt"
+    from litstarter.errors import UsageError
+
+    with pytest.raises(UsageError, match=f"--ckpt_path '{missing}' does not exist"):
+        run_cli(
+            [
+                "test",
+                "--config",
+                str(DEFAULT_CONFIG),
+                f"--ckpt_path={missing}",
+                f"--trainer.logger.init_args.save_dir={tmp_path}",
+                "--data.init_args.num_workers=0",
+            ]
+        )
+
+
+def test_bf16_falls_back_to_fp16_on_a_gpu_without_bf16(monkeypatch) -> None:
+    import torch
+    from jsonargparse import Namespace
+
+    from litstarter.cli import fall_back_to_fp16_without_bf16
+
+    config = Namespace(trainer=Namespace(precision="bf16-mixed", accelerator="auto"))
+    fall_back_to_fp16_without_bf16(config)
+    assert config.trainer.precision == "bf16-mixed"  # no CUDA here: nothing changes
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _: "Tesla V100")
+    fall_back_to_fp16_without_bf16(config)
+    assert config.trainer.precision == "16-mixed"
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    config = Namespace(trainer=Namespace(precision="bf16-mixed", accelerator="gpu"))
+    fall_back_to_fp16_without_bf16(config)
+    assert config.trainer.precision == "bf16-mixed"

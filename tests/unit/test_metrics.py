@@ -1,0 +1,67 @@
+"""What a run reports: metrics.json with the full metric set, the confusion-matrix image, TensorBoard figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
+from tests.helpers import tensorboard_events
+
+CLASSES = [str(d) for d in range(10)]
+
+
+def test_metrics_json_has_the_full_metric_set_and_it_is_consistent(digits_run: Path) -> None:
+    metrics = json.loads((digits_run / "metrics.json").read_text())
+    expected = {"test/loss", "test/acc", "test/auroc_macro", "test/ece"}
+    expected |= {f"test/{m}_{a}" for m in ("precision", "recall", "f1") for a in ("macro", "micro")}
+    expected |= {f"test/recall/{name}" for name in CLASSES}
+    assert expected <= set(metrics), sorted(expected - set(metrics))
+    assert metrics.pop("test_split") == "test"  # a held-out test split, not val
+    for key, value in metrics.items():
+        assert key == "test/loss" or 0.0 <= value <= 1.0, (key, value)
+    # Single-label: micro precision = micro recall = micro F1 = accuracy.
+    for key in ("test/precision_micro", "test/recall_micro", "test/f1_micro"):
+        assert metrics[key] == pytest.approx(metrics["test/acc"], abs=1e-6), key
+    per_class = [metrics[f"test/recall/{name}"] for name in CLASSES]
+    assert np.mean(per_class) == pytest.approx(metrics["test/recall_macro"], abs=1e-6)
+    assert metrics["test/auroc_macro"] > 0.95 and metrics["test/ece"] < 0.3
+
+
+def test_confusion_matrix_png_is_a_readable_image_beside_metrics_json(digits_run: Path) -> None:
+    with Image.open(digits_run / "confusion_matrix.png") as image:
+        image.verify()
+    with Image.open(digits_run / "confusion_matrix.png") as image:
+        pixels = np.asarray(image.convert("L"), dtype=np.float32)
+    assert min(pixels.shape) >= 300
+    assert pixels.std() > 20, "the figure looks blank"
+
+
+def test_confusion_matrix_figures_reach_tensorboard_for_val_and_test(digits_run: Path) -> None:
+    images = set()
+    for events_file in digits_run.glob("events.out.tfevents.*"):
+        events = tensorboard_events(events_file, images=True)
+        images |= set(events.Tags()["images"])
+        scalars = set(events.Tags()["scalars"])
+        if "train/grad_norm" in scalars:  # the fit's events file
+            assert {"train/device/samples_per_sec", "val/auroc_macro", "val/recall/3"} <= scalars, sorted(scalars)
+            assert any(t.startswith("lr-") for t in scalars)
+    assert {"val/confusion_matrix", "test/confusion_matrix"} <= images, images
+
+
+def test_per_class_values_are_keyed_by_class_name() -> None:
+    metrics = classification_metrics(3, "val")
+    probs = torch.tensor([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]])
+    metrics.update(probs, torch.tensor([0, 1, 2, 2]))
+    values, matrix = split_confusion_matrix(metrics.compute())
+    assert matrix.tolist() == [[1, 0, 0], [0, 1, 0], [0, 1, 1]]
+    scalars = scalar_metrics(values, ["cat", "dog", "red/fox"])
+    assert scalars["val/recall/cat"] == 1.0 and scalars["val/recall/red_fox"] == 0.5
+    assert "val/recall" not in scalars
+    with pytest.raises(ValueError, match="val/recall"):
+        scalar_metrics(values, ["cat", "dog"])
