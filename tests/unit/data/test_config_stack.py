@@ -24,7 +24,8 @@ def test_the_config_stack_then_the_data_options_apply_in_order_like_fit(tmp_path
     ]  # fmt: skip
     config = read_command_line(argv, frozenset({"json"}))
     assert config.flags == ["json"] and config.class_weights == "auto"
-    assert config.init_args["val_fraction"] == 0.1 and config.init_args["sampler"] == "none"  # from the YAML
+    assert config.init_args["batch_size"] == 64 and config.init_args["seed"] == 42  # from default.yaml, kept
+    assert "val_fraction" not in config.init_args  # neither YAML states it: the class default applies
     folder = build_folder(config.init_args)
     assert folder.image_size == (12, 16) and folder.channels == 1 and folder.cache_dir == tmp_path / "cache"
     assert folder.class_names == ["cat", "dog"]
