@@ -9,7 +9,7 @@ CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install train test test-fast lint format tensorboard clean rename
+.PHONY: help install train test test-fast lint format tensorboard clean rename postgresql
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -25,11 +25,20 @@ install: $(STAMP) ## Create .venv and install the package with its dev extra
 train: $(STAMP) ## Train on the embedded digits data (CONFIG=... to pick another config)
 	$(BIN)/litstarter fit --config $(CONFIG)
 
-test: $(STAMP) ## Run the whole test suite (what CI runs; < 15 min on 2 cores)
+test: $(STAMP) postgresql ## Run the whole test suite (what CI runs; < 15 min on 2 cores)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## Run the fast tests only, without tests/e2e/ (< 2 min on 2 cores): the edit loop
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+# The PostgreSQL study test starts a real server from Debian's package; without it, that test skips.
+postgresql: ## Install Debian's postgresql server for the tune test, only when absent and apt-get is usable
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	elif command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	else echo "postgresql is not installed and apt-get is not usable here: the PostgreSQL test will be skipped"; fi
 
 lint: $(STAMP) ## ruff check + format check
 	$(BIN)/ruff check src tests benchmarks examples

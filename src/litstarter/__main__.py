@@ -30,6 +30,8 @@ LIGHT_COMMANDS: dict[str, tuple[str, str] | str] = {
         "litstarter.deploy.serve:main",
         "answer HTTP requests with a checkpoint or any exported model, batching them on the server",
     ),
+    # tune drives many fits itself (it imports Lightning when it runs), so it too skips LightningCLI's parser.
+    "tune": ("litstarter.tune:main", "search hyperparameters with Optuna; each trial is a fit in its own folder"),
 }
 # A training-only project deletes deploy/ (the whole deployment pipeline): its subcommands go with it.
 if not os.path.isfile(os.path.join(os.path.dirname(__file__), "deploy", "__init__.py")):

@@ -19,11 +19,29 @@ from litstarter.run_checks import (
     turn_off_sync_batchnorm_on_cpu,
 )
 from litstarter.run_claim import claim_run_directory, end_claim
+from litstarter.run_dir import (
+    logger_entries,
+    point_file_loggers_at,
+    resume_in_the_checkpoints_run,
+    share_one_run_directory,
+)
 from litstarter.task import ImageClassifier
+from litstarter.tracking import SaveConfigAndLogIt, log_run_files_to_mlflow, record_mlflow_runs
 
 
 class LitStarterCLI(LightningCLI):
-    """``litstarter fit|validate|test|predict``: LightningCLI over :class:`ImageClassifier` and our data modules."""
+    """``litstarter fit|validate|test|predict``: LightningCLI over :class:`ImageClassifier` and our data modules.
+
+    Args:
+        run_dir: Put the run in this folder, for every logger (``litstarter tune`` gives each trial its own);
+            None: the loggers' ``<save_dir>/<name>/version_<n>``.
+        *args: LightningCLI's arguments.
+        **kwargs: LightningCLI's keyword arguments.
+    """
+
+    def __init__(self, *args, run_dir: str | Path | None = None, **kwargs) -> None:
+        self.run_dir = Path(run_dir) if run_dir else None
+        super().__init__(*args, **kwargs)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         """Link what the data owns into the model, and add ``test_after_fit``."""
@@ -63,8 +81,11 @@ class LitStarterCLI(LightningCLI):
         if self.subcommand == "fit" and resume_in_the_checkpoints_run(config):
             # Keep the run's original config.yaml (it has no ckpt_path); the resume's own goes beside it.
             self.save_config_kwargs["config_filename"] = "config.resume.yaml"
+        if self.run_dir is not None:
+            point_file_loggers_at(logger_entries(config), self.run_dir)
         if self.subcommand in ("fit", "validate", "test"):
             claim_run_directory(config)  # two runs with the same logger name never share a folder
+        share_one_run_directory(config)  # several loggers, one folder: the first one's
 
     def instantiate_trainer(self, **kwargs):
         """The configured Trainer, plus the callbacks every run needs whatever the config lists: each rank uses
@@ -73,18 +94,26 @@ class LitStarterCLI(LightningCLI):
         trainer.callbacks.extend([ShareRunVersion(), CheckCheckpointsWritten()])
         return trainer
 
-    def before_fit(self) -> None:
+    def check_resume_checkpoint(self) -> None:
         """Check ``--ckpt_path`` (a resume) before Lightning reads it."""
         check_checkpoint_fits(self.config_value("ckpt_path"), self.model)
 
-    before_validate = before_test = before_predict = before_fit
+    before_validate = before_test = before_predict = check_resume_checkpoint
+
+    def before_fit(self) -> None:
+        """Check ``--ckpt_path``; record the MLflow run id in the run folder, so that a resume continues it."""
+        self.check_resume_checkpoint()
+        record_mlflow_runs(self.trainer)
 
     def after_fit(self) -> None:
-        """Test the best checkpoint on the test split, unless ``test_after_fit: false``."""
-        if not self.config_value("test_after_fit"):
-            return
-        if self.trainer.interrupted:
-            return
+        """Test the best checkpoint on the test split, unless ``test_after_fit: false``; then hand the run's
+        ``config.yaml`` and ``metrics.json`` to MLflow, if it is one of the loggers."""
+        if self.config_value("test_after_fit") and not self.trainer.interrupted:
+            self.test_best_checkpoint()
+        log_run_files_to_mlflow(self.trainer)
+
+    def test_best_checkpoint(self) -> None:
+        """``trainer.test`` on the best checkpoint (the last weights if none was saved)."""
         if self.trainer.max_epochs == 0:
             logging.getLogger("litstarter").warning(
                 "trainer.max_epochs=0: nothing was trained, so test-after-fit is skipped (it would score random"
@@ -98,32 +127,6 @@ class LitStarterCLI(LightningCLI):
         """A top-level value of the active subcommand's config."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         return config.get(key)
-
-
-def resume_in_the_checkpoints_run(config) -> bool:
-    """``fit --ckpt_path <save_dir>/<name>/version_N/checkpoints/last.ckpt`` keeps writing into ``version_N``.
-
-    One run stays one directory: the TensorBoard curves continue, and ModelCheckpoint finds its own dirpath
-    in the checkpoint, so it restores its best-so-far score and path (a new directory would forget them, and
-    test-after-fit could then test a worse checkpoint than one saved before the interruption). Only when the
-    checkpoint is a ``last*.ckpt`` under the configured ``<save_dir>/<name>/`` and no ``version`` was set;
-    otherwise Lightning starts a new version as usual (resuming from an older checkpoint into the same folder
-    would overwrite the later ``last.ckpt``). Returns whether the run directory was reused.
-    """
-    ckpt_path = config.get("ckpt_path")
-    logger = config.get("trainer", {}).get("logger")
-    if not ckpt_path or not Path(ckpt_path).is_file() or not Path(ckpt_path).name.startswith("last"):
-        return False
-    if not hasattr(logger, "init_args") or not str(logger.class_path).endswith("TensorBoardLogger"):
-        return False
-    if logger.init_args.get("version") is not None:
-        return False
-    run_dir = Path(ckpt_path).resolve().parent.parent
-    configured = (Path(logger.init_args.save_dir) / (logger.init_args.get("name") or "")).resolve()
-    if Path(ckpt_path).resolve().parent.name != "checkpoints" or run_dir.parent != configured:
-        return False
-    logger.init_args.version = run_dir.name
-    return True
 
 
 def fall_back_to_fp16_without_bf16(config) -> None:
@@ -157,14 +160,25 @@ def show_litstarter_logs(level: int = logging.INFO) -> None:
     logger.setLevel(level)
 
 
-def main(args: list[str] | None = None) -> LitStarterCLI:
-    """Run the CLI. ``args=None`` reads ``sys.argv[1:]``."""
+def main(
+    args: list[str] | None = None, callbacks: list | None = None, run_dir: str | Path | None = None
+) -> LitStarterCLI:
+    """Run the CLI. ``args=None`` reads ``sys.argv[1:]``.
+
+    Args:
+        args: Command-line arguments, without the program name.
+        callbacks: Callback objects added to the configured ones (``litstarter tune`` adds its pruning callback).
+        run_dir: The run's folder for every logger (``litstarter tune``'s trials); None: the loggers decide.
+    """
     try:
         return LitStarterCLI(
             ImageClassifier,
             ArrayDataModule,
+            run_dir=run_dir,
             subclass_mode_data=True,
+            save_config_callback=SaveConfigAndLogIt,
             save_config_kwargs={"overwrite": True},
+            trainer_defaults={"callbacks": callbacks} if callbacks else None,
             auto_configure_optimizers=False,  # the task owns its optimiser; see model.optimizer
             args=args,
         )
