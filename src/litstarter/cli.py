@@ -20,6 +20,7 @@ from litstarter.run_checks import (
 )
 from litstarter.run_claim import claim_run_directory, end_claim
 from litstarter.run_dir import (
+    check_loggers,
     logger_entries,
     point_file_loggers_at,
     resume_in_the_checkpoints_run,
@@ -81,6 +82,7 @@ class LitStarterCLI(LightningCLI):
         if self.subcommand == "fit" and resume_in_the_checkpoints_run(config):
             # Keep the run's original config.yaml (it has no ckpt_path); the resume's own goes beside it.
             self.save_config_kwargs["config_filename"] = "config.resume.yaml"
+        check_loggers(config)  # before a folder is claimed
         if self.run_dir is not None:
             point_file_loggers_at(logger_entries(config), self.run_dir)
         if self.subcommand in ("fit", "validate", "test"):

@@ -51,23 +51,29 @@ def point_file_loggers_at(entries: list, run_dir: Path) -> None:
             entry.init_args.version = run_dir.name
 
 
-def share_one_run_directory(config) -> None:
-    """With several loggers, put them all in the first one's run directory (claimed by
-    :func:`litstarter.run_claim.claim_run_directory`, or set by a resume or by tune); fill MLflow's defaults.
+def check_loggers(config) -> None:
+    """Before anything is created: MLflow, if selected, is installed, and the first logger owns a folder.
 
     Raises:
-        UsageError: The first of several loggers does not own a folder, or MLflow is selected but not installed.
+        UsageError: One line naming what to fix.
     """
     entries = logger_entries(config)
-    check_logger_packages(entries)
-    for entry in entries:
-        if kind(entry) == MLFLOW:
-            fill_mlflow_defaults(entry)
+    if any(kind(e) == MLFLOW for e in entries) and importlib.util.find_spec("mlflow") is None:
+        raise UsageError(f"trainer.logger selects MLFlowLogger, but mlflow is not installed: {MLFLOW_INSTALL}")
     if entries and kind(entries[0]) == MLFLOW or len(entries) > 1 and kind(entries[0]) not in FILE_LOGGERS:
         raise UsageError(
             f"trainer.logger: the first logger is a {kind(entries[0])}; put a TensorBoardLogger or CSVLogger first, "
             "it owns the run directory (config.yaml, checkpoints, metrics.json)"
         )
+
+
+def share_one_run_directory(config) -> None:
+    """With several loggers, put them all in the first one's run directory (claimed by
+    :func:`litstarter.run_claim.claim_run_directory`, or set by a resume or by tune); fill MLflow's defaults."""
+    entries = logger_entries(config)
+    for entry in entries:
+        if kind(entry) == MLFLOW:
+            fill_mlflow_defaults(entry)
     run_dir = entry_run_dir(entries[0]) if len(entries) > 1 else None
     if run_dir is None:  # one logger, or a version left to Lightning (a rank that claims nothing, predict)
         return
@@ -75,12 +81,6 @@ def share_one_run_directory(config) -> None:
     for entry in entries:
         if kind(entry) == MLFLOW and entry.init_args.get("run_name") is None:
             entry.init_args.run_name = str(run_dir)
-
-
-def check_logger_packages(entries: list) -> None:
-    """Raise a one-line :class:`UsageError` when MLflow is selected but not installed."""
-    if any(kind(e) == MLFLOW for e in entries) and importlib.util.find_spec("mlflow") is None:
-        raise UsageError(f"trainer.logger selects MLFlowLogger, but mlflow is not installed: {MLFLOW_INSTALL}")
 
 
 def fill_mlflow_defaults(entry) -> None:

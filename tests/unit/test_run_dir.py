@@ -13,7 +13,7 @@ from jsonargparse import Namespace
 from litstarter.__main__ import main as litstarter_main
 from litstarter.errors import UsageError
 from litstarter.run_claim import claim_run_directory, end_claim
-from litstarter.run_dir import resume_in_the_checkpoints_run, share_one_run_directory
+from litstarter.run_dir import check_loggers, resume_in_the_checkpoints_run, share_one_run_directory
 from tests.helpers import CONFIGS, DEFAULT_CONFIG
 
 TB = "lightning.pytorch.loggers.TensorBoardLogger"
@@ -76,7 +76,7 @@ def test_a_logger_without_a_folder_cannot_come_first(tmp_path: Path) -> None:
         logger(TB, save_dir=str(tmp_path), name="d", version=None),
     )
     with pytest.raises(UsageError, match="put a TensorBoardLogger or CSVLogger first"):
-        share_one_run_directory(cfg)
+        check_loggers(cfg)
 
 
 def test_a_resume_from_last_keeps_the_run_for_a_list_of_loggers(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ import yaml
 from jsonargparse import Namespace
 
 from litstarter.errors import UsageError, want_traceback
-from litstarter.run_dir import check_logger_packages, logger_entries
+from litstarter.run_dir import check_loggers
 from litstarter.tune.report import summary_table, write_best_yaml, write_plots, write_search_yaml, write_trials_csv
 from litstarter.tune.search_space import SearchSpace, load_search_space
 from litstarter.tune.storage import fail_trials_of_dead_workers, open_storage
@@ -183,7 +183,7 @@ def main(argv: list[str]) -> int:
     if not re.fullmatch(r"[\w.-]+", study_name):
         raise UsageError(f"--study_name {study_name!r}: use letters, digits, '_', '-' and '.' (it names a folder)")
     study_dir = study_folder(base, study_name)
-    check_logger_packages(logger_entries(Namespace(trainer=Namespace(logger=_logger_namespaces(base)))))
+    check_loggers(Namespace(trainer=Namespace(logger=_logger_namespaces(base))))
     runner = TrialRunner(args.config, overrides, space, study_dir)
     database = open_storage(args.storage, study_dir) if args.storage else None  # a database: check it first
     check_space(space, runner, base)
