@@ -21,6 +21,7 @@ PLACEHOLDERS = {"<folder>": "{tmp}", "<new folder>": "{tmp}", "$NNODES": "2", "$
 # Files that restate a default on purpose, and why.
 RESTATES_ON_PURPOSE = {
     "optim/adamw.yaml": "the default optimiser as a file, a choice between whole optimiser configs in a search",
+    "logger/tensorboard.yaml": "the default logger as a file, beside the other logger choices it can be swapped for",
 }
 
 

@@ -15,8 +15,6 @@ language, needs only an artifact and this JSON to classify an image exactly as t
 
 from __future__ import annotations
 
-from litstarter.errors import BadInputError
-
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -26,6 +24,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from litstarter.errors import BadInputError
 from litstarter.preprocess import as_size, center_crop_array, load_image
 
 #: The sidecar file name, beside the artifacts in an export folder.
