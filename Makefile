@@ -29,7 +29,7 @@ test: $(STAMP) postgresql ## Run the whole test suite (what CI runs; < 15 min on
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## Run the fast tests only, without tests/e2e/ (< 2 min on 2 cores): the edit loop
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" -n 2 $(PYTEST_ARGS)
 
 # The PostgreSQL study test starts a real server from Debian's package; without it, that test skips.
 postgresql: ## Install Debian's postgresql server for the tune test, only when absent and apt-get is usable
