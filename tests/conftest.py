@@ -7,7 +7,6 @@ The whole suite must stay under 15 minutes on 2 cores, `make test-fast` under 2 
 from __future__ import annotations
 
 import io
-import os
 import warnings
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -19,9 +18,6 @@ from PIL import Image
 
 from litstarter.data import DigitsDataModule
 from tests.helpers import best_checkpoint, fast_fit_args, run_cli
-
-# Keep BLAS/OpenMP from oversubscribing the 2 cores when tests spawn processes.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
