@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 from lightning.fabric.utilities.rank_zero import rank_zero_only
@@ -151,12 +152,25 @@ def fall_back_to_fp16_without_bf16(config) -> None:
             trainer.precision = "16-mixed"
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is now, not the stream it was made with: a later in-process run (a tune
+    trial, a notebook cell, a test) may have replaced stderr, and the first one may be closed by then."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def show_litstarter_logs(level: int = logging.INFO) -> None:
     """Print the ``litstarter`` loggers' records at ``level`` and above to stderr, from rank 0 only (once)."""
     logger = logging.getLogger("litstarter")
     if logger.handlers:
         return
-    handler = logging.StreamHandler()
+    handler = _StderrHandler()
     handler.addFilter(lambda record: getattr(rank_zero_only, "rank", 0) == 0)
     logger.addHandler(handler)
     logger.setLevel(level)

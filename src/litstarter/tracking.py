@@ -75,8 +75,11 @@ def record_mlflow_runs(trainer: L.Trainer) -> None:
 
 def log_run_files_to_mlflow(trainer: L.Trainer) -> None:
     """Upload the run directory's ``config.yaml`` (and the resume's) and ``metrics.json`` to each MLflow run."""
+    loggers = mlflow_loggers(trainer)
+    if not loggers or trainer.log_dir is None:  # no MLflow, or no run folder (fast_dev_run, logger: false)
+        return
     run_dir = Path(trainer.log_dir)
-    for logger in mlflow_loggers(trainer):
+    for logger in loggers:
         for name in RUN_FILES:
             if (run_dir / name).is_file():
                 logger.experiment.log_artifact(logger.run_id, str(run_dir / name))

@@ -50,7 +50,10 @@ COMMANDS = sorted(set(_block_commands() + _recipe_commands()))
 def placeholders(digits_run: Path, tmp_path_factory) -> dict[str, str]:
     folder = make_image_folder(tmp_path_factory.mktemp("docs") / "images", {"a": 2, "b": 2}, size=(8, 8))
     ckpt = best_checkpoint(digits_run)
+    best = tmp_path_factory.mktemp("study") / "best.yaml"  # what a tune study leaves: tuned keys as a config
+    best.write_text("trainer:\n  max_epochs: 2\n")
     return {
+        "runs/digits/tune-default/best.yaml": str(best),
         "<first folder>": str(folder),
         "<new folder>": str(folder),
         "<folder>": str(folder),

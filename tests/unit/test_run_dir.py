@@ -79,7 +79,9 @@ def test_a_logger_without_a_folder_cannot_come_first(tmp_path: Path) -> None:
         check_loggers(cfg)
 
 
-def test_a_resume_from_last_keeps_the_run_for_a_list_of_loggers(tmp_path: Path) -> None:
+def test_a_resume_from_last_keeps_the_run_for_a_list_of_loggers(tmp_path: Path, monkeypatch) -> None:
+    # mlflow.set_tracking_uri exports MLFLOW_TRACKING_URI: an earlier in-process MLflow fit must not pick the store
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     run = tmp_path / "digits" / "version_2"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "last.ckpt").write_bytes(b"")
