@@ -44,3 +44,19 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path
 def write_json(path: str | os.PathLike, data) -> Path:
     """Write ``data`` as indented JSON, atomically."""
     return atomic_write(path, lambda tmp: tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n"))
+
+
+def unwritable_reason(folder: Path) -> tuple[Path, str | None]:
+    """Whether files can be created in ``folder`` (or, if it doesn't exist yet, its nearest existing parent).
+
+    Returns the folder actually probed and ``None``, or the OS's reason it refused a probe file.
+    """
+    while not folder.exists() and folder != folder.parent:  # missing folders are created later
+        folder = folder.parent
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        return folder, err.strerror or str(err)
+    return folder, None

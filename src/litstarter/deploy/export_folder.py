@@ -9,6 +9,7 @@ from pathlib import Path
 
 from litstarter.deploy.contract import SIDECAR_NAME
 from litstarter.deploy.export_data import ExportError
+from litstarter.io import unwritable_reason
 from litstarter.leftovers import owner_tag, remove_stale
 
 #: Format name (for --formats) -> (file name, backend kind).
@@ -55,14 +56,9 @@ def check_out_dir(out: Path, overwrite: bool) -> None:
         raise ExportError(f"--out {out} exists and is not a folder")
     # The export is staged beside `out` and moved into it: both folders must take files, checked before the work.
     for folder in dict.fromkeys([out, out.parent]):
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-        try:
-            fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=folder)
-            os.close(fd)
-            os.unlink(probe)
-        except OSError as err:
-            raise ExportError(f"--out {out} cannot be written: folder '{folder}': {err.strerror}") from None
+        probed, reason = unwritable_reason(folder)
+        if reason:
+            raise ExportError(f"--out {out} cannot be written: folder '{probed}': {reason}")
 
 
 def make_staging(out: Path) -> Path:

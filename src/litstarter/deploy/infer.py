@@ -16,14 +16,13 @@ import argparse
 import csv
 import os
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from litstarter.errors import UsageError, run_reporting
-from litstarter.io import atomic_write
+from litstarter.io import atomic_write, unwritable_reason
 from litstarter.listing import Walker, file_problem, shown
 
 if TYPE_CHECKING:  # numpy and the backends load when files are predicted: `infer --help` answers without them
@@ -86,15 +85,9 @@ def check_output(output: str | os.PathLike, inputs: Sequence[Path]) -> None:
         raise UsageError(f"--output '{path}' is a folder; give the CSV file to write, e.g. {path / 'predictions.csv'}")
     if path.exists() and any(_same_file(path, p) for p in inputs):
         raise UsageError(f"--output '{path}' is one of the input files; writing the CSV would overwrite it")
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:  # atomic_write creates the missing folders
-        folder = folder.parent
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as err:
-        raise UsageError(f"--output '{path}' cannot be written: folder '{folder}': {err.strerror}") from None
+    folder, reason = unwritable_reason(path.parent)  # atomic_write creates the missing folders
+    if reason:
+        raise UsageError(f"--output '{path}' cannot be written: folder '{folder}': {reason}")
 
 
 def _same_file(a: Path, b: Path) -> bool:
