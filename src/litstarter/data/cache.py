@@ -118,11 +118,14 @@ class ImageCache:
         folder: The cache folder.
         manifest: Its parsed ``manifest.json``.
         reused: True if it was found valid, False if this call built it.
+        check_seconds: When reused, the time spent checking it (manifest schema, parameters, listing digests,
+            label checksums, sampled block checksums); ``benchmarks/data_pipeline.py`` prints it.
     """
 
     folder: Path
     manifest: dict
     reused: bool
+    check_seconds: float = 0.0
 
     @property
     def splits(self) -> list[str]:
@@ -230,4 +233,4 @@ def load_cache(
         log.log(level, "image cache %s: %s; rebuilding", folder, reason)
     if reason is not None:
         return None
-    return ImageCache(folder, manifest, reused=True)
+    return ImageCache(folder, manifest, reused=True, check_seconds=time.perf_counter() - started)
