@@ -70,15 +70,14 @@ def export_resnet18(path: Path) -> None:
 
 
 def model_alone(model: Path, seconds: float = 3.0) -> dict[int, float]:
-    """Milliseconds per image of the model alone (no HTTP) at batch 1 and 32, with the server's thread count.
+    """Milliseconds per image of the model alone (no HTTP) at batch 1 and 32, loaded as the server loads it.
 
     Batching cannot give the server more than the model's own gain from batch 1 to batch 32; this shows that
     ceiling, measured in the same run.
     """
-    from litstarter.cores import available_cores
-    from litstarter.deploy.backends import open_model
+    from litstarter.deploy.serve import load_backends
 
-    backend = open_model(model, num_threads=available_cores())  # what `litstarter serve --workers 1` uses
+    backend = load_backends(str(model), workers=1, num_threads=None)[0]  # what `litstarter serve` uses
     per_image = {}
     for size in (1, 32):
         images = np.random.default_rng(0).integers(0, 255, (size, 3, IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)

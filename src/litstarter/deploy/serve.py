@@ -114,7 +114,7 @@ def load_backends(path: str, workers: int, num_threads: int | None, trust_model:
     """
     threads = num_threads or max(1, available_cores() // workers)
     try:
-        return [open_model(path, num_threads=threads, trust_model=trust_model) for _ in range(workers)]
+        return [open_model(path, num_threads=threads, trust_model=trust_model, spin=False) for _ in range(workers)]
     except FileNotFoundError as err:
         raise UsageError(f"--model: {err}") from None
     except BadInputError:
