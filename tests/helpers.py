@@ -275,3 +275,9 @@ def tensorboard_events(path: Path, images: bool = False):
 def last_scalar(run: Path, tag: str) -> float:
     """The last value logged to TensorBoard under ``tag`` in a run directory."""
     return tensorboard_events(run).Scalars(tag)[-1].value
+
+
+def tune_args(save_dir: Path, search: Path | str, *extra: str) -> list[str]:
+    """A ``litstarter tune`` command line on the digits default with ``search``, writing under ``save_dir``."""
+    return ["tune", "--config", str(DEFAULT_CONFIG), "--search", str(search),
+            f"--trainer.logger.init_args.save_dir={save_dir}", *extra]  # fmt: skip

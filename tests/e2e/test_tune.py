@@ -15,7 +15,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tests.helpers import DEFAULT_CONFIG, REPO, free_port, run_litstarter
+from tests.helpers import DEFAULT_CONFIG, REPO, free_port, run_litstarter, tune_args
 
 pytestmark = pytest.mark.slow
 
@@ -24,20 +24,9 @@ SHORT = ["--data.init_args.num_workers=0", "--trainer.enable_model_summary=false
 INSTALL_HINT = "run `make postgresql` (or `sudo apt-get install postgresql`)"
 
 
-def tune_args(save_dir: Path, search: Path | str, trials: int, *extra: str) -> list[str]:
-    """A ``litstarter tune`` command on the digits default, writing under ``save_dir``."""
-    return [
-        "tune",
-        "--config",
-        str(DEFAULT_CONFIG),
-        "--search",
-        str(search),
-        "--trials",
-        str(trials),
-        f"--trainer.logger.init_args.save_dir={save_dir}",
-        *SHORT,
-        *extra,
-    ]
+def short_sweep(save_dir: Path, search: Path | str, trials: int, *extra: str) -> list[str]:
+    """A short ``litstarter tune`` sweep of ``trials`` trials on the digits default, writing under ``save_dir``."""
+    return tune_args(save_dir, search, "--trials", str(trials), *SHORT, *extra)
 
 
 def start_together(commands: list[list[str]], timeout: float = 400) -> list[subprocess.CompletedProcess]:
@@ -83,7 +72,7 @@ def assert_two_workers_ran_exactly(study: optuna.Study, n: int, results: list[su
 def sweep(tmp_path_factory) -> tuple[Path, list[subprocess.CompletedProcess]]:
     """The default search space, 8 trials of 2 short epochs, run by two workers started together on one journal."""
     save_dir = tmp_path_factory.mktemp("sweep")
-    command = tune_args(save_dir, REPO / "configs/search/default.yaml", 8, "--trainer.max_epochs=2")
+    command = short_sweep(save_dir, REPO / "configs/search/default.yaml", 8, "--trainer.max_epochs=2")
     results = start_together([command, command])
     return save_dir / "digits" / "tune-default", results
 
@@ -143,7 +132,7 @@ def test_hopeless_trials_are_pruned_early_and_a_raising_trial_is_recorded_as_fai
         "params:\n"
         "  model.optimizer.init_args.lr: {type: categorical, choices: [0.003, 1.0e-7, -1.0]}\n"
     )
-    proc = run_litstarter(tune_args(tmp_path, search, 4, "--trainer.max_epochs=3", "--trainer.limit_train_batches=5"))
+    proc = run_litstarter(short_sweep(tmp_path, search, 4, "--trainer.max_epochs=3", "--trainer.limit_train_batches=5"))
     rows = {r["number"]: r for r in read_trials(tmp_path / "digits" / "tune-prune")}
     states = sorted(r["state"] for r in rows.values())
     assert states == ["COMPLETE", "COMPLETE", "FAIL", "PRUNED"], rows
@@ -201,7 +190,7 @@ def postgres_url():
 
 
 def test_two_workers_share_one_study_on_postgresql(postgres_url: str, tmp_path: Path) -> None:
-    command = tune_args(
+    command = short_sweep(
         tmp_path,
         REPO / "configs/search/default.yaml",
         4,

@@ -34,6 +34,23 @@ SERVE_EXTRA = ("starlette", "uvicorn")
 DRAIN_MARGIN = 5.0
 
 
+#: The batching, limit and thread options: (flag, type, help); defaults come from ServeOptions (None if absent).
+TUNING = [
+    ("--max_batch_size", int, "Most images per forward pass."),
+    ("--batch_timeout", float, "Seconds a free worker waits for a batch to fill; 0 batches only what is queued."),
+    ("--workers", int, "Model workers (instances) running batches."),
+    ("--topk", int, "Classes (with probabilities) per answer."),
+    (
+        "--request_timeout",
+        float,
+        "Seconds from arrival to answer (reading, decoding, queueing, predicting); past it: 504.",
+    ),
+    ("--max_pixels", int, "Refuse images with more pixels (413)."),
+    ("--max_bytes", int, "Refuse bodies with more bytes (413)."),
+    ("--num_threads", int, "Intra-op threads per worker; default: the usable cores divided among the workers."),
+]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``litstarter serve`` argument parser."""
     d = ServeOptions()
@@ -45,29 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", required=True, help="A .ckpt, weights.pt, model.ts, model.pt2 or .onnx file.")
     parser.add_argument("--host", default="127.0.0.1", help="Address to listen on; 0.0.0.0 for every interface.")
     parser.add_argument("--port", type=int, default=8000, help="Port to listen on; 0 picks a free one.")
-    parser.add_argument("--max_batch_size", type=int, default=d.max_batch_size, help="Most images per forward pass.")
-    parser.add_argument(
-        "--batch_timeout",
-        type=float,
-        default=d.batch_timeout,
-        help="Seconds a free worker waits for a batch to fill; 0 batches only what is already queued.",
-    )
-    parser.add_argument("--workers", type=int, default=d.workers, help="Model workers (instances) running batches.")
-    parser.add_argument("--topk", type=int, default=d.topk, help="Classes (with probabilities) per answer.")
-    parser.add_argument(
-        "--request_timeout",
-        type=float,
-        default=d.request_timeout,
-        help="Seconds from arrival to answer (reading, decoding, queueing, predicting); past it: 504.",
-    )
-    parser.add_argument("--max_pixels", type=int, default=d.max_pixels, help="Refuse images with more pixels (413).")
-    parser.add_argument("--max_bytes", type=int, default=d.max_bytes, help="Refuse bodies with more bytes (413).")
-    parser.add_argument(
-        "--num_threads",
-        type=int,
-        default=None,
-        help="Intra-op threads per worker; default: the usable cores divided among the workers.",
-    )
+    for flag, kind, text in TUNING:
+        parser.add_argument(flag, type=kind, default=getattr(d, flag[2:], None), help=text)
     parser.add_argument(
         "--trust_model",
         action="store_true",

@@ -18,7 +18,7 @@ from litstarter.tune.command import run_trials, split_overrides
 from litstarter.tune.report import best_config, trial_error, write_trials_csv
 from litstarter.tune.search_space import load_search_space
 from litstarter.tune.storage import WORKER_ATTR, fail_trials_of_dead_workers, open_storage, this_worker
-from tests.helpers import CONFIGS, DEFAULT_CONFIG, free_port
+from tests.helpers import CONFIGS, DEFAULT_CONFIG, free_port, tune_args
 
 SEARCH_FILES = sorted((CONFIGS / "search").glob("*.yaml"))
 GOOD = "objective: {metric: val/acc}\nparams:\n  model.dropout: {type: float, low: 0.0, high: 0.5}\n"
@@ -99,18 +99,6 @@ def test_overrides_take_both_forms_and_refuse_a_checkpoint() -> None:
         split_overrides(["--ckpt_path=x.ckpt"])
 
 
-def tune(tmp_path: Path, search: Path, *extra: str) -> list[str]:
-    return [
-        "tune",
-        "--config",
-        str(DEFAULT_CONFIG),
-        "--search",
-        str(search),
-        f"--trainer.logger.init_args.save_dir={tmp_path}",
-        *extra,
-    ]
-
-
 @pytest.mark.parametrize(
     ("params", "extra", "message"),
     [
@@ -136,7 +124,7 @@ def test_bad_input_fails_before_any_trial_in_one_line(
     search = write(tmp_path, f"objective: {{metric: val/acc}}\nparams:\n  {params}\n")
     extra = [e.format(port=free_port()) for e in extra]
     # --trials 1, 1 epoch: should a check ever let bad input through, the test stays short
-    assert litstarter_main(tune(tmp_path, search, "--trials", "1", "--trainer.limit_train_batches=2", *extra)) == 2
+    assert litstarter_main(tune_args(tmp_path, search, "--trials", "1", "--trainer.limit_train_batches=2", *extra)) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("litstarter tune: error: ") and message in err[-1], err
     assert "secret" not in err[-1] and "Traceback" not in "\n".join(err)
@@ -225,7 +213,7 @@ def test_tune_with_mlflow_missing_or_a_bad_study_name_stops_before_any_trial(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:
     search = write(tmp_path, GOOD)
-    assert litstarter_main(tune(tmp_path, search, "--study_name", "a/b")) == 2
+    assert litstarter_main(tune_args(tmp_path, search, "--study_name", "a/b")) == 2
     assert "--study_name 'a/b'" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "mlflow", None)  # as if the extra were not installed
     monkeypatch.chdir(tmp_path)
