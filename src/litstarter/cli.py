@@ -16,6 +16,7 @@ from litstarter.run_checks import (
     check_accelerator_present,
     check_checkpoint_file,
     check_checkpoint_fits,
+    drop_progress_bar_when_disabled,
     num_classes_of,
     turn_off_sync_batchnorm_on_cpu,
 )
@@ -80,6 +81,7 @@ class LitStarterCLI(LightningCLI):
         check_accelerator_present(config)
         fall_back_to_fp16_without_bf16(config)
         turn_off_sync_batchnorm_on_cpu(config)
+        drop_progress_bar_when_disabled(config)
         if self.subcommand == "fit" and resume_in_the_checkpoints_run(config):
             # Keep the run's original config.yaml (it has no ckpt_path); the resume's own goes beside it.
             self.save_config_kwargs["config_filename"] = "config.resume.yaml"

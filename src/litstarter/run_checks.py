@@ -61,6 +61,27 @@ def turn_off_sync_batchnorm_on_cpu(config) -> None:
         trainer.sync_batchnorm = False
 
 
+def drop_progress_bar_when_disabled(config) -> None:
+    """``--trainer.enable_progress_bar false`` removes the progress bar callback the default config lists.
+
+    Lightning refuses a progress bar callback beside ``enable_progress_bar=False``; the flag is what the user
+    just typed, so it wins over the default config's ``TQDMProgressBar`` (there only to set its refresh rate).
+    """
+    trainer = config.get("trainer") or {}
+    if trainer.get("enable_progress_bar") is not False or not trainer.get("callbacks"):
+        return
+    kept = [c for c in trainer.callbacks if not str(_class_path(c)).endswith("ProgressBar")]
+    if len(kept) != len(trainer.callbacks):
+        trainer.callbacks = kept
+
+
+def _class_path(callback) -> str:
+    """A callback entry's ``class_path`` (a config Namespace or dict), or the class name of an instance."""
+    if isinstance(callback, dict):
+        return callback.get("class_path", "")
+    return getattr(callback, "class_path", None) or type(callback).__name__
+
+
 def num_classes_of(datamodule) -> int:
     """``data.num_classes``, linked into ``model.num_classes``; data with fewer than two classes is the data's error.
 

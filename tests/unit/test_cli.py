@@ -69,3 +69,22 @@ def test_bf16_falls_back_to_fp16_on_a_gpu_without_bf16(monkeypatch) -> None:
     config = Namespace(trainer=Namespace(precision="bf16-mixed", accelerator="gpu"))
     fall_back_to_fp16_without_bf16(config)
     assert config.trainer.precision == "bf16-mixed"
+
+
+def test_disabling_the_progress_bar_drops_the_default_configs_progress_bar_callback(tmp_path: Path) -> None:
+    # Lightning refuses a ProgressBar callback beside enable_progress_bar=False; the default config lists one.
+    cli = run_cli(
+        [
+            "fit",
+            "--config",
+            str(DEFAULT_CONFIG),
+            "--trainer.enable_progress_bar=false",
+            "--trainer.fast_dev_run=1",
+            "--data.init_args.num_workers=0",
+            f"--trainer.logger.init_args.save_dir={tmp_path}",
+        ]
+    )
+    from lightning.pytorch.callbacks import ProgressBar
+
+    assert not any(isinstance(c, ProgressBar) for c in cli.trainer.callbacks)
+    assert cli.trainer.state.finished
