@@ -25,8 +25,10 @@ install: $(STAMP) ## Create .venv and install the package with its dev extra
 train: $(STAMP) ## Train on the embedded digits data (CONFIG=... to pick another config)
 	$(BIN)/litstarter fit --config $(CONFIG)
 
+# Two processes (pytest-xdist), one test file per process at a time (--dist loadfile): a file's module fixtures
+# (a shared sweep, a shared photo folder) are built once, and the two cores are both busy.
 test: $(STAMP) postgresql ## Run the whole test suite (what CI runs; < 15 min on 2 cores)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## Run the fast tests only, without tests/e2e/ (< 2 min on 2 cores): the edit loop
 	$(BIN)/python -m pytest -m "not slow" -n 2 $(PYTEST_ARGS)

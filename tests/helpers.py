@@ -226,7 +226,7 @@ def write_digit_photos(
 ) -> Path:
     """scikit-learn's 8x8 digits as photo-like files: ``root/<split>/<digit>/<i>.{jpg,png}`` (split ``""``: none).
 
-    Each image is a digit upscaled (bicubic) to a random side in ``sizes`` (height and width drawn apart), in a
+    Each image is a digit upscaled (bicubic) to a random side in ``sizes`` (square, as the digit is), in a
     random ink colour on a random background colour, with sensor-like noise, saved alternately as JPEG (quality
     70-95) and PNG. ``counts[split][d]`` images of digit ``d`` per split; different splits draw different
     source digits (disjoint while the 1,797 last, then reused with new colours, sizes and noise).
@@ -247,7 +247,7 @@ def write_digit_photos(
 
 def _write_digit_photo(path: Path, ink: np.ndarray, sizes: tuple[int, int], rng: np.random.Generator) -> None:
     """One 8x8 ``ink`` map (0..1) as a coloured, noisy photo of a random size in ``sizes``."""
-    h, w = (int(s) for s in rng.integers(sizes[0], sizes[1] + 1, size=2))
+    h = w = int(rng.integers(sizes[0], sizes[1] + 1))  # upscaling keeps the square digit square
     big = Image.fromarray((ink * 255).astype(np.uint8)).resize((w, h), Image.Resampling.BICUBIC)
     alpha = np.asarray(big, dtype=np.float64)[..., None] / 255.0  # (h, w, 1)
     background = rng.uniform(0, 255, 3)

@@ -1,7 +1,13 @@
 """Accuracy on the closest thing to a user's own photos the suite can ship: scikit-learn's digits upscaled to
 28-64 px with random colours, as JPEG and PNG in ``train/`` and ``test/``, half the classes cut to a fifth of
 their train images. The defaults plus ``sampler: balanced`` reach macro-F1 >= 0.90 on the balanced test split
-within the default epochs; the same run under ``sampler: none`` is measured beside it for the report."""
+within the default epochs (not met yet: xfail, strict, so that meeting it turns the suite red until the mark goes).
+The ``sampler: none`` figure for the report is measured by hand (one more fit here would cost the suite a minute).
+
+The generator upscales each 8x8 digit to a square side of 28-64 px (``tests.helpers.write_digit_photos``): an
+earlier version drew height and width apart, so the image folder's shorter-side resize and centre crop cut off up
+to half of a stretched digit, which no photo of a digit does.
+"""
 
 from __future__ import annotations
 
@@ -30,31 +36,27 @@ def digit_photos(tmp_path_factory) -> Path:
 @pytest.mark.timeout(1200)
 @pytest.mark.xfail(
     strict=True,
-    reason="not met yet: on a busy 2-core machine the defaults + sampler balanced reached test macro-F1 0.572 "
-    "(acc 0.603) after the 30 default epochs; see the issue 12 item 7 report",
+    reason="not met yet: the defaults + sampler balanced reach test macro-F1 about 0.60 in the 30 default epochs; "
+    "the stock RandAugment in place of the default augmentation 0.85 (0.89 in 60 epochs); see docs/data.md",
 )
 def test_the_defaults_with_a_balanced_sampler_reach_macro_f1_090_on_imbalanced_digit_photos(
     digit_photos: Path, tmp_path: Path
 ) -> None:
-    figures = {}
-    for sampler in ("balanced", "none"):
-        run_cli(
-            [
-                "fit",
-                "--config",
-                str(DEFAULT_CONFIG),
-                "--config",
-                str(CONFIGS / "data" / "image_folder.yaml"),
-                f"--data.root={digit_photos}",
-                f"--data.init_args.sampler={sampler}",
-                f"--data.init_args.cache_dir={tmp_path / 'cache'}",
-                "--data.init_args.num_workers=0",
-                f"--trainer.logger.init_args.save_dir={tmp_path}",
-                f"--trainer.logger.init_args.name={sampler}",
-            ]
-        )
-        metrics = json.loads((tmp_path / sampler / "version_0" / "metrics.json").read_text())
-        assert metrics.get("test_split", "test") == "test"
-        figures[sampler] = metrics["test/f1_macro"]
-    print(f"\ndigit photos, test macro-F1: sampler balanced {figures['balanced']:.4f}, none {figures['none']:.4f}")
-    assert figures["balanced"] >= 0.90, figures
+    run_cli(
+        [
+            "fit",
+            "--config",
+            str(DEFAULT_CONFIG),
+            "--config",
+            str(CONFIGS / "data" / "image_folder.yaml"),
+            f"--data.root={digit_photos}",
+            "--data.init_args.sampler=balanced",
+            f"--data.init_args.cache_dir={tmp_path / 'cache'}",
+            "--data.init_args.num_workers=0",
+            f"--trainer.logger.init_args.save_dir={tmp_path}",
+        ]
+    )
+    metrics = json.loads((tmp_path / "image_folder" / "version_0" / "metrics.json").read_text())
+    assert metrics.get("test_split", "test") == "test"
+    print(f"\ndigit photos, sampler balanced: test macro-F1 {metrics['test/f1_macro']:.4f}")
+    assert metrics["test/f1_macro"] >= 0.90, metrics
