@@ -3,8 +3,11 @@
 Moves ``src/<old>/`` to ``src/<new>/`` and replaces the old name in every text file of the repository: imports,
 the configs' class paths, the tests, the docs, ``pyproject.toml`` (distribution name and console script) and the
 ``<OLD>_*`` environment variables. Case is kept: ``litstarter`` -> ``my_project``, ``LITSTARTER`` -> ``MY_PROJECT``,
-``Litstarter`` -> ``My_project``. Run it on a clean checkout (review it with ``git diff``), then reinstall
-(``make install``) so the console script takes the new name. Nothing but the standard library is needed.
+``Litstarter`` -> ``My_project``. A name of another length changes line lengths, so the renamed Python files are
+then formatted with ruff (the repository's venv's, the running Python's, or one on the PATH; else run
+``make format``). Run it on a
+clean checkout (review it with ``git diff``), then reinstall (``make install``) so the console script takes the new
+name. Nothing but the standard library is needed.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import argparse
 import keyword
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -59,7 +64,7 @@ def replacer(old: str, new: str):
 
 
 def rename(new: str, root: Path = ROOT) -> list[Path]:
-    """Rename the package to ``new``; returns the files whose text changed."""
+    """Rename the package to ``new``; returns the files whose text changed (at their new paths)."""
     old = current_name(root)
     check_name(new, old, root)
     sub = replacer(old, new)
@@ -70,7 +75,20 @@ def rename(new: str, root: Path = ROOT) -> list[Path]:
             path.write_text(renamed, encoding="utf-8")
             changed.append(path)
     (root / "src" / old).rename(root / "src" / new)
-    return changed
+    package, moved = root / "src" / old, root / "src" / new
+    return [moved / p.relative_to(package) if p.is_relative_to(package) else p for p in changed]
+
+
+def reformat(files: list[Path], root: Path = ROOT) -> bool:
+    """``ruff format`` the renamed Python files (their line lengths changed); False if no ruff was found."""
+    candidates = [root / ".venv" / "bin" / "ruff", Path(sys.executable).parent / "ruff"]
+    ruff = next((str(c) for c in candidates if c.is_file()), None) or shutil.which("ruff")
+    python = [str(p) for p in files if p.suffix == ".py" and p.exists()]
+    if ruff is None:
+        return False
+    if python:
+        subprocess.run([ruff, "format", "--quiet", *python], cwd=root, check=True)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     old = current_name(args.root)
     changed = rename(args.name, args.root)
     print(f"renamed {old} -> {args.name}: src/{args.name}/ and {len(changed)} files")
+    if not reformat(changed, args.root):
+        print("ruff not found: run `make format` (line lengths changed with the name)")
     print("next: make install   (reinstalls, so the console script is called " + args.name + ")")
     return 0
 

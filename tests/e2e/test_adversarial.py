@@ -142,7 +142,7 @@ def test_user_errors_through_the_cli_are_one_sentence_with_the_exit_code(two_run
         ),
         fit_args(runs, "--trainer.max_epochs=0", "--trainer.logger.init_args.name=zero"),
         fit_args(runs, "--model.label_smoothing=1.5"),
-        fit_args(runs, "--trainer.enable_progress_bar=false"),  # Lightning's own refusal of a config
+        fit_args(runs, "--trainer.enable_checkpointing=false"),  # Lightning's own refusal of a config
     ]
     envs = [{}] * 8 + [offline, {}, {"LITSTARTER_TRACEBACK": "1"}, {}]
     results = run_cases(tmp_path, [{"argv": argv, "env": env} for argv, env in zip(cases, envs, strict=True)])
@@ -166,7 +166,7 @@ def test_user_errors_through_the_cli_are_one_sentence_with_the_exit_code(two_run
     # LITSTARTER_TRACEBACK=1 shows the traceback, and still ends in our sentence.
     assert results[10]["code"] == 2 and "Traceback" in results[10]["stderr"]
     assert results[10]["stderr"].rstrip().splitlines()[-1].startswith("litstarter fit: error: model.label_smoothing")
-    assert_refused(results[11], 2, "enable_progress_bar=False", "TQDMProgressBar")
+    assert_refused(results[11], 2, "enable_checkpointing=False", "ModelCheckpoint")
     # Refused runs leave no empty run folder behind.
     assert not (runs / "digits").exists() or not any((runs / "digits").iterdir())
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import DEFAULT_CONFIG, run_cli
+from tests.helpers import DEFAULT_CONFIG, fast_fit_args, run_cli
 
 
 def test_fit_help_documents_model_and_data_arguments(capsys) -> None:
@@ -73,17 +73,7 @@ def test_bf16_falls_back_to_fp16_on_a_gpu_without_bf16(monkeypatch) -> None:
 
 def test_disabling_the_progress_bar_drops_the_default_configs_progress_bar_callback(tmp_path: Path) -> None:
     # Lightning refuses a ProgressBar callback beside enable_progress_bar=False; the default config lists one.
-    cli = run_cli(
-        [
-            "fit",
-            "--config",
-            str(DEFAULT_CONFIG),
-            "--trainer.enable_progress_bar=false",
-            "--trainer.fast_dev_run=1",
-            "--data.init_args.num_workers=0",
-            f"--trainer.logger.init_args.save_dir={tmp_path}",
-        ]
-    )
+    cli = run_cli([*fast_fit_args(tmp_path, epochs=1), "--trainer.enable_progress_bar=false"])
     from lightning.pytorch.callbacks import ProgressBar
 
     assert not any(isinstance(c, ProgressBar) for c in cli.trainer.callbacks)
