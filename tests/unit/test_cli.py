@@ -73,7 +73,8 @@ def test_bf16_falls_back_to_fp16_on_a_gpu_without_bf16(monkeypatch) -> None:
 
 def test_disabling_the_progress_bar_drops_the_default_configs_progress_bar_callback(tmp_path: Path) -> None:
     # Lightning refuses a ProgressBar callback beside enable_progress_bar=False; the default config lists one.
-    cli = run_cli([*fast_fit_args(tmp_path, epochs=1), "--trainer.enable_progress_bar=false"])
+    short = ["--trainer.limit_train_batches=2", "--trainer.limit_val_batches=1", "--test_after_fit=false"]
+    cli = run_cli([*fast_fit_args(tmp_path, epochs=1), *short, "--trainer.enable_progress_bar=false"])
     from lightning.pytorch.callbacks import ProgressBar
 
     assert not any(isinstance(c, ProgressBar) for c in cli.trainer.callbacks)
