@@ -5,9 +5,8 @@ the configs' class paths, the tests, the docs, ``pyproject.toml`` (distribution 
 ``<OLD>_*`` environment variables. Case is kept: ``litstarter`` -> ``my_project``, ``LITSTARTER`` -> ``MY_PROJECT``,
 ``Litstarter`` -> ``My_project``. A name of another length changes line lengths, so the renamed Python files are
 then formatted with ruff (the repository's venv's, the running Python's, or one on the PATH; else run
-``make format``). Run it on a
-clean checkout (review it with ``git diff``), then reinstall (``make install``) so the console script takes the new
-name. Nothing but the standard library is needed.
+``make format``). Run it on a clean checkout (review it with ``git diff``), then reinstall (``make install``) so
+the console script takes the new name. Nothing but the standard library is needed.
 """
 
 from __future__ import annotations
@@ -83,9 +82,9 @@ def reformat(files: list[Path], root: Path = ROOT) -> bool:
     """``ruff format`` the renamed Python files (their line lengths changed); False if no ruff was found."""
     candidates = [root / ".venv" / "bin" / "ruff", Path(sys.executable).parent / "ruff"]
     ruff = next((str(c) for c in candidates if c.is_file()), None) or shutil.which("ruff")
-    python = [str(p) for p in files if p.suffix == ".py" and p.exists()]
     if ruff is None:
         return False
+    python = [str(p) for p in files if p.suffix == ".py"]
     if python:
         subprocess.run([ruff, "format", "--quiet", *python], cwd=root, check=True)
     return True
