@@ -7,8 +7,10 @@ colours, noise, JPEG and PNG; ``root/<class>/<image>``), then fits the image-fol
 (``configs/default.yaml`` + ``configs/data/image_folder.yaml``: 64 px, small_cnn, its augmentation, its
 splits) for ``--epochs`` epochs twice, in one process, on one cache:
 
-* old: small_cnn with today's widths and no stem (``backbone_kwargs: {stem: 1}``), every stage at full size;
-* new: the default, whose stem takes 64 px images to 16 px before the first stage.
+* old: small_cnn with today's widths, no stem and no per-image standardisation
+  (``backbone_kwargs: {stem: 1, standardize: false}``), every stage at full size;
+* new: the default, which standardises each image and whose stem takes 64 px images to 16 px before the first
+  stage.
 
 Prints training images per second for each (the time from each train epoch's start to its last batch's end,
 summed over the epochs: data loading included, validation and the one-off cache build excluded), their ratio
@@ -27,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests.helpers writes the digit photos (the same generator the tests use)
 
-OLD_KWARGS = '--model.backbone_kwargs={"widths": [32, 64, 128], "stem": 1}'
+OLD_KWARGS = '--model.backbone_kwargs={"widths": [32, 64, 128], "stem": 1, "standardize": false}'
 
 
 def train_rate_callback():

@@ -39,3 +39,28 @@ def test_backbone_exports_to_onnx_with_dynamic_batch(name: str) -> None:
     assert np.abs(onnx_logits - eager).max() <= 1e-4 * scale
     del program, session, net
     gc.collect()  # the exported program holds reference cycles; free it before the next backbone
+
+
+def test_standardized_small_cnn_exports_to_onnx_and_torchscript_with_the_same_predictions() -> None:
+    """Photo-sized inputs switch small_cnn's per-image standardisation on: both formats carry it."""
+    import onnxruntime as ort
+
+    torch.manual_seed(0)
+    backbone = create_backbone("small_cnn", in_channels=3, image_size=(64, 64))
+    assert backbone.standardize
+    net = Classifier(backbone, num_classes=3, mean=[0.5] * 3, std=[0.25] * 3).eval()
+    example = torch.randint(0, 256, (BATCH, 3, 64, 64)).float()
+    batch = torch.export.Dim("batch", min=1, max=64)
+    with warnings.catch_warnings(), io.StringIO():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(net, (example,), dynamo=True, dynamic_shapes=({0: batch},), verbose=False)
+        traced = torch.jit.trace(net, example)
+    session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    images = torch.randint(0, 256, (3, 3, 64, 64)).float()
+    (onnx_logits,) = session.run(None, {session.get_inputs()[0].name: images.numpy()})
+    with torch.no_grad():
+        eager, scripted = net(images).numpy(), traced(images).numpy()
+    scale = np.abs(eager).max()
+    assert scale > 0
+    assert np.abs(onnx_logits - eager).max() <= 1e-4 * scale
+    assert np.abs(scripted - eager).max() <= 1e-5 * scale

@@ -11,8 +11,11 @@ from torch.utils.checkpoint import checkpoint
 
 from litstarter.models.registry import register_backbone
 
-#: Images with a side above this many pixels get a downsampling stem (``stem="auto"``).
+#: Images with a side above this many pixels get a downsampling stem and per-image standardisation (``"auto"``).
 STEM_ABOVE = 32
+#: Added to each channel's variance before :func:`standardize_per_image` divides by its square root (the input is
+#: already in dataset standard deviations): a flat channel, spread under about 1% of that, stays near zero.
+STANDARDIZE_EPS = 1e-4
 
 
 def conv_bn_relu(in_channels: int, out_channels: int, stride: int = 1) -> nn.Sequential:
@@ -35,6 +38,18 @@ def stem_factor(image_size: Sequence[int] | None) -> int:
         return 1
     side = min(int(s) for s in image_size)
     return 1 if side <= STEM_ABOVE else 2 if side < 2 * STEM_ABOVE else 4
+
+
+def standardize_per_image(x: torch.Tensor) -> torch.Tensor:
+    """Each image's channels shifted and scaled to zero mean and unit variance over its own pixels.
+
+    What is left is where each channel is brighter or darker than the rest of the same image: exposure,
+    contrast and colour cast (white balance) are gone, and so is any class cue that lies only in them (a
+    uniformly darker or redder image). ``(B, C, H, W)`` float in and out.
+    """
+    mean = x.mean(dim=(2, 3), keepdim=True)
+    var = (x - mean).square().mean(dim=(2, 3), keepdim=True)
+    return (x - mean) * torch.rsqrt(var + STANDARDIZE_EPS)
 
 
 def make_stem(in_channels: int, width: int, factor: int) -> nn.Sequential:
@@ -61,10 +76,14 @@ class SmallCNN(nn.Module):
         in_channels: Channels of the input images (1 for grayscale, 3 for RGB).
         widths: Output channels of each stage.
         stem: Downsampling of the first layer: 1 (none), 2, 4.
+        standardize: Standardise each image per channel first (:func:`standardize_per_image`).
     """
 
-    def __init__(self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128), stem: int = 1) -> None:
+    def __init__(
+        self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128), stem: int = 1, standardize: bool = False
+    ) -> None:
         super().__init__()
+        self.standardize = standardize
         stages = []
         prev = in_channels
         self.stem_factor = stem
@@ -111,6 +130,8 @@ class SmallCNN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Map ``(B, C, H, W)`` float images to ``(B, num_features)`` pooled features."""
         checkpointing = self.grad_checkpointing and self.training and torch.is_grad_enabled()
+        if self.standardize:
+            x = standardize_per_image(x)
         for stage in self.stages:
             # use_reentrant=False: the supported variant; works with inputs that don't require grad
             x = checkpoint(stage, x, use_reentrant=False) if checkpointing else stage(x)
@@ -123,6 +144,7 @@ def small_cnn(
     widths: tuple[int, ...] = (32, 64, 128),
     stem: int | Literal["auto"] = "auto",
     image_size: Sequence[int] | None = None,
+    standardize: bool | Literal["auto"] = "auto",
 ) -> SmallCNN:
     """The template's default backbone (about 0.3 M parameters with the default widths).
 
@@ -132,6 +154,12 @@ def small_cnn(
         stem: Downsampling of the first layer, 1, 2 or 4; ``"auto"`` picks it from ``image_size``
             (:func:`stem_factor`: 1 up to 32 px, 2 below 64 px, 4 from 64 px).
         image_size: Input ``(height, width)``; passed by :func:`~litstarter.models.registry.create_backbone`.
+        standardize: Standardise each image per channel before the first layer (:func:`standardize_per_image`):
+            the network then sees shapes and relative colours, whatever the lighting, exposure and white balance
+            of each photo. ``"auto"``: on above 32 px (photos), off for small images (the 8x8 digits, MNIST,
+            CIFAR). Turn it off where the class lies in a whole image's brightness or colour cast alone.
     """
     factor = stem_factor(image_size) if stem == "auto" else int(stem)
-    return SmallCNN(in_channels=in_channels, widths=widths, stem=factor)
+    if standardize == "auto":
+        standardize = image_size is not None and min(int(s) for s in image_size) > STEM_ABOVE
+    return SmallCNN(in_channels=in_channels, widths=widths, stem=factor, standardize=bool(standardize))

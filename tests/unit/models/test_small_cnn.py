@@ -76,3 +76,29 @@ def test_stem_is_part_of_the_architecture_so_a_rebuilt_network_computes_the_same
 def test_stem_rejects_a_factor_it_does_not_have() -> None:
     with pytest.raises(ValueError, match="stem must be 1, 2, 4 or 'auto'; got 3"):
         create_backbone("small_cnn", in_channels=3, stem=3)
+
+
+@pytest.mark.parametrize(("size", "on"), [((8, 8), False), ((32, 32), False), ((33, 40), True), ((64, 64), True)])
+def test_standardize_auto_is_on_for_photo_sizes_only(size: tuple[int, int], on: bool) -> None:
+    assert create_backbone("small_cnn", in_channels=3, image_size=size).standardize is on
+    assert create_backbone("small_cnn", in_channels=3, image_size=size, standardize=False).standardize is False
+
+
+def test_standardized_network_ignores_exposure_contrast_and_colour_cast_but_sees_shapes() -> None:
+    """The same digit-like shape under another per-channel gain and offset (a darker, bluer, flatter photo of it)
+    gives the same features; a different shape does not."""
+    torch.manual_seed(0)
+    backbone = create_backbone("small_cnn", in_channels=3, image_size=(64, 64)).eval()
+    shape = torch.zeros(1, 1, 64, 64)
+    shape[..., 16:48, 28:36] = 1.0  # a bar
+    photo = -1.0 + 2.0 * shape.expand(1, 3, 64, 64)  # dataset-normalised units
+    relit = photo * torch.tensor([0.5, 0.8, 1.5]).view(1, 3, 1, 1) + torch.tensor([-0.3, 0.1, 0.4]).view(1, 3, 1, 1)
+    other = -1.0 + 2.0 * shape.transpose(-1, -2).expand(1, 3, 64, 64)  # the bar turned sideways
+    with torch.no_grad():
+        f_photo, f_relit, f_other = backbone(photo), backbone(relit), backbone(other)
+    assert torch.allclose(f_photo, f_relit, atol=5e-3 * f_photo.abs().max())
+    assert not torch.allclose(f_photo, f_other, atol=1e-2 * f_photo.abs().max())
+    plain = create_backbone("small_cnn", in_channels=3, image_size=(64, 64), standardize=False).eval()
+    plain.load_state_dict(backbone.state_dict())  # no weights of its own: the flag alone changes the result
+    with torch.no_grad():
+        assert not torch.allclose(plain(photo), plain(relit), atol=1e-2 * f_photo.abs().max())
