@@ -21,6 +21,7 @@ import torch.nn.functional as nn_functional
 from torchvision.transforms import v2
 
 from litstarter.data.crop import center_crop_or_resize
+from litstarter.data.fastpath.recolour import recolour
 
 
 class FastAugmentation(v2.Transform):
@@ -37,6 +38,8 @@ class FastAugmentation(v2.Transform):
         hflip: Probability of a horizontal flip. Off (0) by default: a mirrored digit, letter or scan is often
             another class or none; 0.5 for photos where a mirror image shows the same class.
         color_jitter: Strength of brightness/contrast/saturation jitter, e.g. 0.2 for +-20%; 0 turns it off.
+        invert: Probability of inverting an image (light on dark becomes dark on light).
+        channel_shuffle: Probability of reordering an RGB image's colour channels (red ink becomes blue).
     """
 
     def __init__(
@@ -45,12 +48,16 @@ class FastAugmentation(v2.Transform):
         crop_ratio: tuple[float, float] = (3 / 4, 4 / 3),
         hflip: float = 0.0,
         color_jitter: float = 0.1,
+        invert: float = 0.0,
+        channel_shuffle: float = 0.0,
     ) -> None:
         super().__init__()
         self.crop_scale = None if crop_scale is None else tuple(crop_scale)
         self.crop_ratio = tuple(crop_ratio)
         self.hflip = hflip
         self.color_jitter = color_jitter
+        self.invert = invert
+        self.channel_shuffle = channel_shuffle
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         """One ``(C, H, W)`` uint8 image, augmented at its own size from a seed drawn from torch's generator."""
@@ -68,19 +75,20 @@ class FastAugmentation(v2.Transform):
     def extra_repr(self) -> str:
         return (
             f"crop_scale={self.crop_scale}, crop_ratio={self.crop_ratio}, hflip={self.hflip}, "
-            f"color_jitter={self.color_jitter}"
+            f"color_jitter={self.color_jitter}, invert={self.invert}, channel_shuffle={self.channel_shuffle}"
         )
 
 
 #: Crop attempts before the centred fallback, as torchvision's ``RandomResizedCrop``.
 CROP_ATTEMPTS = 10
 # Where each choice sits in a sample's stream of uniforms: the attempts' (area, log-ratio) pairs, the box's
-# position, the flip, then up to three jitter factors. Fixed slots: switching one augmentation off leaves the
-# others' draws unchanged.
+# position, the flip, up to three jitter factors, the recolouring's three. Fixed slots: switching one
+# augmentation off leaves the others' draws unchanged.
 _POSITION = 2 * CROP_ATTEMPTS
 _FLIP = _POSITION + 2
 _JITTER = _FLIP + 1
-_DRAWS = _JITTER + 3
+_RECOLOUR = _JITTER + 3
+_DRAWS = _RECOLOUR + 3
 
 
 def uniforms(seeds: Sequence[int] | np.ndarray, count: int) -> np.ndarray:
@@ -167,10 +175,11 @@ def augment_batch(
 ) -> torch.Tensor:
     """Augment ``(B, C, H, W)`` uint8 images, sample ``i`` drawing every random choice from ``seeds[i]``.
 
-    The choices (crop box, flip, jitter factors) are drawn for the whole batch at once; the pixel work then
-    runs once on the batch: one bilinear sampling for all crops, the flip folded into it, and one float pass
-    for the colour jitter, rounded to uint8 once at the end. Each sample's result depends only on its own
-    seed, whatever batch it arrives in.
+    The choices (crop box, flip, jitter factors, recolouring) are drawn for the whole batch at once; the pixel
+    work then runs once on the batch: one bilinear sampling for all crops, the flip folded into it, and one
+    float pass for the colour jitter, rounded to uint8 once; then the recolouring
+    (:mod:`~litstarter.data.fastpath.recolour`). Each sample's result depends only on its own seed, whatever
+    batch it arrives in.
     """
     draws = uniforms(seeds, _DRAWS)  # (B, _DRAWS)
     flips = torch.from_numpy(draws[:, _FLIP] < aug.hflip) if aug.hflip > 0 else torch.zeros(len(draws), dtype=bool)
@@ -182,15 +191,16 @@ def augment_batch(
         if flips.any():
             batch = batch.clone()
             batch[flips] = batch[flips].flip(-1)
-        if aug.color_jitter <= 0:
-            return batch
-        batch = batch.float()
+        if aug.color_jitter > 0:
+            batch = batch.float()
     if aug.color_jitter > 0:
         s = aug.color_jitter
         n_factors = 3 if images.shape[1] == 3 else 2
         factors = (1 - s) + 2 * s * draws[:, _JITTER : _JITTER + n_factors]
         _color_jitter_(batch, torch.from_numpy(factors).float())
-    return _to_uint8(batch)
+    if batch.dtype != torch.uint8:
+        batch = _to_uint8(batch)
+    return recolour(batch, draws[:, _RECOLOUR:_DRAWS], aug.invert, aug.channel_shuffle)
 
 
 def resized_crop_batch(
