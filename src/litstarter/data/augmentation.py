@@ -30,7 +30,34 @@ from torchvision.transforms import v2
 from litstarter.data.crop import center_crop_or_resize
 from litstarter.data.fastpath.augment import FastAugmentation
 
-__all__ = ["FastAugmentation", "augment", "seeded_call"]
+__all__ = ["IMAGE_FOLDER_DEFAULTS", "FastAugmentation", "augment", "describe", "seeded_call"]
+
+#: What ``ImageFolderDataModule``'s default ``FastAugmentation`` sets beyond the class's own defaults: half the
+#: training photos inverted, so that a shape is learnt light-on-dark and dark-on-light alike (ink, paint, film,
+#: screens). ``--data.augmentation.invert 0`` where the two are different classes.
+IMAGE_FOLDER_DEFAULTS = {"invert": 0.5}
+
+
+def describe(augmentation: v2.Transform | None) -> str:
+    """In words, what ``augmentation`` does to training images: the line a fit prints and ``inspect`` shows."""
+    if augmentation is None:
+        return "none (data.augmentation: null)"
+    if not isinstance(augmentation, FastAugmentation):
+        return f"{type(augmentation).__name__}, per sample"
+    a = augmentation
+    parts = (
+        []
+        if a.crop_scale is None
+        else [f"random resized crop ({a.crop_scale[0]:.0%}-{a.crop_scale[1]:.0%} of the area)"]
+    )
+    parts.append(f"horizontal flip {a.hflip:.0%}" if a.hflip > 0 else "no flips (data.augmentation.hflip)")
+    if a.color_jitter > 0:
+        parts.append(f"colour jitter +-{a.color_jitter:.0%}")
+    if a.invert > 0:
+        parts.append(f"inverted {a.invert:.0%} (data.augmentation.invert)")
+    if a.channel_shuffle > 0:
+        parts.append(f"colour channels reordered {a.channel_shuffle:.0%}")
+    return ", ".join(parts)
 
 
 def seeded_call(transform: v2.Transform, image: torch.Tensor, seed: int) -> torch.Tensor:

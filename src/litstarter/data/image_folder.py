@@ -11,6 +11,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Sampler
 from torchvision.transforms import v2
 
+from litstarter.data.augmentation import IMAGE_FOLDER_DEFAULTS, describe
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.cache import ImageCache
 from litstarter.data.cache_build import warn_skipped
@@ -29,8 +30,8 @@ class ImageFolderDataModule(ArrayDataModule):
     ``prepare_data`` decodes every file once (convert to ``channels``, resize and centre-crop to a cache size
     a little larger than ``image_size``) into a memory-mapped uint8 cache; it runs once per node under DDP
     while the other processes wait. Later runs reuse the cache while the files and the preprocessing
-    parameters are unchanged. Training draws a random resized crop, flip and colour jitter per sample from
-    that cache; val and test only centre-crop.
+    parameters are unchanged. Training draws a random resized crop, colour jitter and inversion per sample
+    from that cache (the fit prints what it draws); val and test only centre-crop.
 
     Args:
         root: The image folder: ``root/<class>/<image>`` (split here by the fractions, stratified and seeded)
@@ -49,6 +50,8 @@ class ImageFolderDataModule(ArrayDataModule):
             1/class count, so classes come about equally often) or ``balanced`` (every batch holds the classes
             equally).
         augmentation: Random training augmentation; ``null`` turns it all off. Val and test never augment.
+            The default ``FastAugmentation`` inverts half the images (``invert: 0.5``; 0 where light-on-dark
+            and dark-on-light are different classes); its other arguments keep the class's defaults.
         batch_size: Samples per batch per device.
         num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
         cache_dir: Folder for the caches; each (root, preprocessing) pair gets a subfolder
@@ -78,7 +81,7 @@ class ImageFolderDataModule(ArrayDataModule):
         val_fraction: float = 0.1,
         test_fraction: float = 0.1,
         sampler: Literal["none", "weighted", "balanced"] = "none",
-        augmentation: v2.Transform | None = lazy_instance(FastAugmentation),
+        augmentation: v2.Transform | None = lazy_instance(FastAugmentation, **IMAGE_FOLDER_DEFAULTS),
         batch_size: int = 64,
         num_workers: int | None = None,
         cache_dir: str | None = None,
@@ -142,6 +145,7 @@ class ImageFolderDataModule(ArrayDataModule):
         warn_leakage(cache)
         counts = {split: int(cache.manifest["splits"][split]["shape"][0]) for split in cache.splits}
         rank_zero_info(listing.summary(counts))
+        rank_zero_info(f"data: training augmentation: {describe(self.augmentation)}")
         return cache
 
     def prepare_data(self) -> None:

@@ -49,3 +49,19 @@ def test_recoloured_samples_come_out_the_same_alone_or_in_a_batch_at_the_set_rat
         same_channels = (batch.sort(1).values == plain.sort(1).values).flatten(1).all(1)
         reordered = same_channels & (batch != plain).flatten(1).any(1)
         assert 0.5 * 0.6 < reordered.float().mean() < 0.8 * 0.6 + 0.1  # not inverted ones, and not identity
+
+
+def test_describe_says_in_words_what_the_training_images_go_through() -> None:
+    from torchvision.transforms import v2
+
+    from litstarter.data.augmentation import IMAGE_FOLDER_DEFAULTS, describe
+
+    photos = describe(FastAugmentation(**IMAGE_FOLDER_DEFAULTS))
+    assert photos == (
+        "random resized crop (35%-100% of the area), no flips (data.augmentation.hflip), colour jitter +-10%, "
+        "inverted 50% (data.augmentation.invert)"
+    )
+    flips = describe(FastAugmentation(crop_scale=None, hflip=0.5, color_jitter=0.0, channel_shuffle=0.2))
+    assert flips == "horizontal flip 50%, colour channels reordered 20%"
+    assert describe(None) == "none (data.augmentation: null)"
+    assert describe(v2.RandAugment()) == "RandAugment, per sample"
