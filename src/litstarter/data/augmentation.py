@@ -45,6 +45,7 @@ def describe(augmentation: v2.Transform | None) -> str:
     if not isinstance(augmentation, FastAugmentation):
         return f"{type(augmentation).__name__}, per sample"
     a = augmentation
+    a.extra_repr()  # a method call builds a jsonargparse lazy_instance (the data modules' default) before its fields
     parts = (
         []
         if a.crop_scale is None

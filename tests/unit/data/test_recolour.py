@@ -65,3 +65,12 @@ def test_describe_says_in_words_what_the_training_images_go_through() -> None:
     assert flips == "horizontal flip 50%, colour channels reordered 20%"
     assert describe(None) == "none (data.augmentation: null)"
     assert describe(v2.RandAugment()) == "RandAugment, per sample"
+
+
+def test_describe_builds_the_lazy_default_a_data_module_holds_before_a_loader_calls_it() -> None:
+    from jsonargparse import lazy_instance
+
+    from litstarter.data.augmentation import IMAGE_FOLDER_DEFAULTS, describe
+
+    lazy = lazy_instance(FastAugmentation, **IMAGE_FOLDER_DEFAULTS)  # ImageFolderDataModule's default, unbuilt
+    assert describe(lazy) == describe(FastAugmentation(**IMAGE_FOLDER_DEFAULTS))
