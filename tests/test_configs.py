@@ -89,6 +89,6 @@ def test_default_config_runs_alone_and_names_the_essentials() -> None:
         "LearningRateMonitor",
         "EarlyStopping",
         "TensorBoardLogger",
-        "save_last",
+        "filename: last",
     ]:
         assert needed in text, f"configs/default.yaml lacks {needed}"

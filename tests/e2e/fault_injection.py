@@ -93,3 +93,19 @@ class MakeCheckpointsReadOnly(L.Callback):
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         if trainer.current_epoch == self.epoch and trainer.is_global_zero:
             os.chmod(trainer.checkpoint_callback.dirpath, 0o555)
+
+
+class StallMetric(L.Callback):
+    """Overwrite a logged metric with one constant after every validation, as a run whose metric has stopped
+    improving. Runs before ModelCheckpoint and EarlyStopping read it (Lightning moves those to the end).
+
+    Args:
+        name: The metric, e.g. ``val/acc``.
+        value: The constant it reads as.
+    """
+
+    def __init__(self, name: str, value: float = 0.5) -> None:
+        self.name, self.value = name, value
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        trainer.callback_metrics[self.name] = torch.tensor(self.value)

@@ -80,6 +80,7 @@ class StopOnNonFiniteLoss(L.Callback):
 
 
 def _checkpoint_paths(trainer: L.Trainer) -> str:
-    callback = trainer.checkpoint_callback
-    paths = [p for p in (getattr(callback, "best_model_path", ""), getattr(callback, "last_model_path", "")) if p]
+    callbacks = getattr(trainer, "checkpoint_callbacks", None) or [trainer.checkpoint_callback]
+    names = ("best_model_path", "last_model_path")
+    paths = [p for callback in callbacks for p in (getattr(callback, name, "") for name in names) if p]
     return f" ({', '.join(dict.fromkeys(paths))})" if paths else " (none had been saved yet)"
