@@ -90,7 +90,10 @@ def main() -> None:
         make_jpeg_folder(root, args.images)
         print(f"generated {args.images} JPEGs (64-256 px) in {time.perf_counter() - start:.1f} s")
 
-        aug = FastAugmentation(crop_scale=(0.35, 1.0), crop_ratio=(3 / 4, 4 / 3), hflip=0.5, color_jitter=0.1)
+        # The image-folder default (inverting half the images), plus a flip, as photos would have.
+        aug = FastAugmentation(
+            crop_scale=(0.35, 1.0), crop_ratio=(3 / 4, 4 / 3), hflip=0.5, color_jitter=0.1, invert=0.5
+        )  # fmt: skip
 
         def data_module(augmentation=aug) -> ImageFolderDataModule:
             return ImageFolderDataModule(
@@ -123,6 +126,7 @@ def main() -> None:
                 transforms.RandomResizedCrop(args.image_size, scale=aug.crop_scale, ratio=aug.crop_ratio),
                 transforms.RandomHorizontalFlip(aug.hflip),
                 transforms.ColorJitter(aug.color_jitter, aug.color_jitter, aug.color_jitter),
+                transforms.RandomInvert(aug.invert),
                 transforms.PILToTensor(),
             ]
         )
