@@ -39,7 +39,7 @@ IMAGE_FOLDER_DEFAULTS = {"invert": 0.5}
 
 
 def describe(augmentation: v2.Transform | None) -> str:
-    """In words, what ``augmentation`` does to training images: the line a fit prints and ``inspect`` shows."""
+    """In words, what ``augmentation`` does to training images: the line every image-folder fit prints."""
     if augmentation is None:
         return "none (data.augmentation: null)"
     if not isinstance(augmentation, FastAugmentation):
