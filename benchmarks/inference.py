@@ -143,7 +143,7 @@ def main() -> None:
 
     import torch
 
-    from litstarter.deploy.backends import ORT_EXECUTION_MODE, ORT_OPTIMIZATION_LEVEL
+    from litstarter.extras.deploy.backends import ORT_EXECUTION_MODE, ORT_OPTIMIZATION_LEVEL
 
     torch.set_num_threads(args.threads)
     results = []
@@ -168,11 +168,11 @@ def time_checkpoint(ckpt: Path, out: Path, args) -> dict:
     """Export ``ckpt`` (verified), then time every runtime on its test images; return the figures."""
     import torch
 
-    from litstarter.deploy.backends import open_model, torchscript_quietly
-    from litstarter.deploy.export import export_checkpoint
-    from litstarter.deploy.export_data import load_export_data
-    from litstarter.deploy.verify import format_report
-    from litstarter.models.weights import classifier_from_checkpoint
+    from litstarter.extras.deploy.backends import open_model, torchscript_quietly
+    from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
+    from litstarter.extras.deploy.export import export_checkpoint
+    from litstarter.extras.deploy.export_data import load_export_data
+    from litstarter.extras.deploy.verify import format_report
 
     report = export_checkpoint(ckpt, out=out, overwrite=True)  # out: never a run's own export
     print(format_report(report))

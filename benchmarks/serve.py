@@ -50,8 +50,8 @@ def export_resnet18(path: Path) -> None:
     """``resnet18`` (random init) with a 10-class head, 3 x 64 x 64 uint8 in, to ONNX with its contract embedded."""
     import torch
 
-    from litstarter.deploy.contract import ModelContract
-    from litstarter.deploy.export import write_onnx
+    from litstarter.extras.deploy.contract import ModelContract
+    from litstarter.extras.deploy.export import write_onnx
     from litstarter.models.classifier import build_classifier
 
     architecture = {"backbone": "resnet18", "backbone_kwargs": {}, "num_classes": 10, "in_channels": 3, "dropout": 0}
@@ -75,7 +75,7 @@ def model_alone(model: Path, seconds: float = 3.0) -> dict[int, float]:
     Batching cannot give the server more than the model's own gain from batch 1 to batch 32; this shows that
     ceiling, measured in the same run.
     """
-    from litstarter.deploy.serve import load_backends
+    from litstarter.extras.serve.command import load_backends
 
     backend = load_backends(str(model), workers=1, num_threads=None)[0]  # what `litstarter serve` uses
     per_image = {}

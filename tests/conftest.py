@@ -52,7 +52,7 @@ def digits_export(digits_run, tmp_path_factory) -> ExportRun:
 
     Treat ``out`` as read-only; copy it if a test must change it.
     """
-    from litstarter.deploy.export import main
+    from litstarter.extras.deploy.export import main
 
     ckpt = best_checkpoint(digits_run)
     out = tmp_path_factory.mktemp("digits_export") / "export"

@@ -110,7 +110,7 @@ def eager_predictions(ckpt: Path, images: np.ndarray) -> np.ndarray:
     """The classes a checkpoint's network predicts, in eager PyTorch, for ``(N, C, H, W)`` uint8 images."""
     import torch
 
-    from litstarter.models.weights import classifier_from_checkpoint
+    from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
 
     net, _ = classifier_from_checkpoint(ckpt)
     with torch.inference_mode():

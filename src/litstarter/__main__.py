@@ -13,28 +13,40 @@ from __future__ import annotations
 import os
 import sys
 
-from litstarter.errors import USAGE, run_reporting
+from litstarter._engine.errors import USAGE, run_reporting
 
 # Subcommands that skip LightningCLI: name -> ("module:function", one-line help). The function takes the
 # remaining argv and returns an exit code; its module is imported only when the subcommand runs.
 # (A bare "module:function" string works too, listed without a help line.)
 LIGHT_COMMANDS: dict[str, tuple[str, str] | str] = {
-    "doctor": ("litstarter.doctor:main", "verify the install: versions, accelerator, a real computation per device"),
+    "doctor": (
+        "litstarter.extras.doctor.command:main",
+        "verify the install: versions, accelerator, a real computation per device",
+    ),
     "export": (
-        "litstarter.deploy.export:main",
+        "litstarter.extras.deploy.export:main",
         "export a checkpoint to weights.pt, TorchScript, torch.export, ONNX and INT8 ONNX, each verified",
     ),
-    "infer": ("litstarter.deploy.infer:main", "classify image files with a checkpoint or any exported model, to a CSV"),
-    "inspect": ("litstarter.data.inspect:main", "report an image folder: classes, splits, sizes, bad files, leaks"),
+    "infer": (
+        "litstarter.extras.deploy.infer:main",
+        "classify image files with a checkpoint or any exported model, to a CSV",
+    ),
+    "inspect": (
+        "litstarter.extras.inspect.command:main",
+        "report an image folder: classes, splits, sizes, bad files, leaks",
+    ),
     "serve": (
-        "litstarter.deploy.serve:main",
+        "litstarter.extras.serve.command:main",
         "answer HTTP requests with a checkpoint or any exported model, batching them on the server",
     ),
     # tune drives many fits itself (it imports Lightning when it runs), so it too skips LightningCLI's parser.
-    "tune": ("litstarter.tune:main", "search hyperparameters with Optuna; each trial is a fit in its own folder"),
+    "tune": (
+        "litstarter.extras.tune:main",
+        "search hyperparameters with Optuna; each trial is a fit in its own folder",
+    ),
 }
 # A training-only project deletes deploy/ (the whole deployment pipeline): its subcommands go with it.
-if not os.path.isfile(os.path.join(os.path.dirname(__file__), "deploy", "__init__.py")):
+if not os.path.isfile(os.path.join(os.path.dirname(__file__), "extras", "deploy", "__init__.py")):
     LIGHT_COMMANDS = {name: entry for name, entry in LIGHT_COMMANDS.items() if ".deploy." not in str(entry)}
 
 # LightningCLI's subcommands (``LightningCLI.subcommands()``; a test keeps the two equal), with our help lines.

@@ -9,10 +9,8 @@ from pathlib import Path
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
-from litstarter.callbacks.check_checkpoints_written import CheckCheckpointsWritten
-from litstarter.callbacks.share_run_version import ShareRunVersion
-from litstarter.data.base import ArrayDataModule
-from litstarter.run_checks import (
+from litstarter._engine.run.check_checkpoints_written import CheckCheckpointsWritten
+from litstarter._engine.run.checks import (
     check_accelerator_present,
     check_checkpoint_file,
     check_checkpoint_fits,
@@ -20,16 +18,18 @@ from litstarter.run_checks import (
     num_classes_of,
     turn_off_sync_batchnorm_on_cpu,
 )
-from litstarter.run_claim import claim_run_directory, end_claim
-from litstarter.run_dir import (
+from litstarter._engine.run.claim import claim_run_directory, end_claim
+from litstarter._engine.run.folder import (
     check_loggers,
     logger_entries,
     point_file_loggers_at,
     resume_in_the_checkpoints_run,
     share_one_run_directory,
 )
+from litstarter._engine.run.share_run_version import ShareRunVersion
+from litstarter._engine.run.tracking import SaveConfigAndLogIt, log_run_files_to_mlflow, record_mlflow_runs
+from litstarter.data.base import ArrayDataModule
 from litstarter.task import ImageClassifier
-from litstarter.tracking import SaveConfigAndLogIt, log_run_files_to_mlflow, record_mlflow_runs
 
 
 class LitStarterCLI(LightningCLI):

@@ -7,15 +7,17 @@ from typing import Literal
 import torch
 from torch import nn
 
+from litstarter._engine.errors import UsageError
+
 ClassWeights = Literal["auto"] | list[float] | None
 
 
 def check_class_weights(class_weights: ClassWeights, num_classes: int) -> None:
     """Refuse anything but ``auto``, ``num_classes`` positive numbers or ``None``, naming ``model.class_weights``."""
     if isinstance(class_weights, str) and class_weights != "auto":
-        raise ValueError(f"model.class_weights must be 'auto', a list of weights or null, got {class_weights!r}")
+        raise UsageError(f"model.class_weights must be 'auto', a list of weights or null, got {class_weights!r}")
     if isinstance(class_weights, (list, tuple)) and (len(class_weights) != num_classes or min(class_weights) <= 0):
-        raise ValueError(
+        raise UsageError(
             f"model.class_weights must be {num_classes} positive numbers (one per class), got {class_weights}"
         )
 
@@ -30,7 +32,7 @@ def cross_entropy(num_classes: int, class_weights: ClassWeights, label_smoothing
         label_smoothing: In ``[0, 1)``.
     """
     if not 0 <= label_smoothing < 1:
-        raise ValueError(f"model.label_smoothing must be in [0, 1), got {label_smoothing}")
+        raise UsageError(f"model.label_smoothing must be in [0, 1), got {label_smoothing}")
     check_class_weights(class_weights, num_classes)
     weight = None
     if class_weights is not None:
@@ -48,9 +50,9 @@ def inverse_frequency_weights(counts, class_names: list[str]) -> torch.Tensor:
     if hasattr(counts, "class_counts"):
         counts = counts.class_counts()
     elif counts is None or not hasattr(counts, "__len__"):
-        raise ValueError("model.class_weights=auto needs a data module with class_counts()")
+        raise UsageError("model.class_weights=auto needs a data module with class_counts()")
     counts = torch.as_tensor(counts, dtype=torch.float64)
     if len(counts) != len(class_names) or (counts == 0).any():
         missing = [name for name, n in zip(class_names, counts.tolist(), strict=False) if n == 0]
-        raise ValueError(f"model.class_weights=auto: no training samples for classes {missing} ({counts.tolist()})")
+        raise UsageError(f"model.class_weights=auto: no training samples for classes {missing} ({counts.tolist()})")
     return (counts.sum() / (len(counts) * counts)).float()

@@ -15,6 +15,8 @@ from torch.nn.modules.batchnorm import _NormBase
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler, OneCycleLR, ReduceLROnPlateau
 
+from litstarter._engine.errors import UsageError
+
 # Layers whose parameters are a scale and a shift: decaying them toward 0 fights the normalisation.
 NORM_LAYERS: tuple[type[nn.Module], ...] = (_NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm, nn.RMSNorm)
 
@@ -110,11 +112,11 @@ class WarmupCosineLR(LRScheduler):
     ) -> None:
         key = "model.lr_scheduler.init_args"
         if warmup_steps < 0:
-            raise ValueError(f"{key}.warmup_steps must be >= 0, got {warmup_steps}")
+            raise UsageError(f"{key}.warmup_steps must be >= 0, got {warmup_steps}")
         if total_steps is not None and total_steps < 1:
-            raise ValueError(f"{key}.total_steps must be >= 1, got {total_steps}")
+            raise UsageError(f"{key}.total_steps must be >= 1, got {total_steps}")
         if not 0 <= min_lr_ratio <= 1:
-            raise ValueError(f"{key}.min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
+            raise UsageError(f"{key}.min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
         self.warmup_steps = warmup_steps
         self.total_steps = total_steps
         self.min_lr_ratio = min_lr_ratio

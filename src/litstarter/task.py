@@ -11,14 +11,15 @@ from lightning.pytorch.utilities import rank_zero_info
 from torchmetrics import MeanMetric
 
 from litstarter import optim
-from litstarter.batch_scaling import ScaleMode, batch_plan, scale_lr
+from litstarter._engine.batch_plan import ScaleMode, batch_plan, scale_lr
+from litstarter._engine.checkpoints import compile_child, match_keys, uncompile_child, uncompiled_keys
+from litstarter._engine.errors import UsageError
+from litstarter._engine.init_from import TransferReport, load_matching_weights
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.losses import ClassWeights, cross_entropy, inverse_frequency_weights
 from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
 from litstarter.models import check_weights, create_backbone, list_backbones
 from litstarter.models.classifier import architecture_of, build_classifier
-from litstarter.models.compiled import compile_backbone, match_keys, uncompile_backbone, uncompiled_keys
-from litstarter.models.transfer import TransferReport, load_matching_weights
 
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
 PLATEAU_MONITOR = "val/loss"
@@ -126,7 +127,7 @@ class ImageClassifier(L.LightningModule):
         try:  # a weights name is checked now; files are read when fitting starts
             check_weights(backbone, weights)
         except ValueError as err:
-            raise ValueError(f"model.weights: {err}") from None
+            raise UsageError(f"model.weights: {err}") from None
         self.net.set_memory_options(gradient_checkpointing=gradient_checkpointing, channels_last=channels_last)
         self.criterion = cross_entropy(num_classes, class_weights, label_smoothing)
         # One metric object per stage: sharing one would mix train and val state.
@@ -281,11 +282,11 @@ class ImageClassifier(L.LightningModule):
         the backbone, if asked (after a checkpoint was restored into the plain one)."""
         if self.trainer.ckpt_path is None:
             self.load_initial_weights()
-        compile_backbone(self.net, self.hparams.get("compile"))
+        compile_child(self.net, "backbone", self.hparams.get("compile"))
 
     def on_fit_end(self) -> None:
         """Undo ``compile``: testing, export and later fits get the plain backbone (same parameters)."""
-        uncompile_backbone(self.net)
+        uncompile_child(self.net, "backbone")
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Save weights under their uncompiled names, so a compiled run's checkpoint loads anywhere."""
@@ -329,12 +330,12 @@ def _check_arguments(
 ) -> None:
     """One ``model.<key> must ...`` line for an argument out of range (the loss checks its own)."""
     if num_classes < 2:
-        raise ValueError(f"model.num_classes must be >= 2, got {num_classes}")
+        raise UsageError(f"model.num_classes must be >= 2, got {num_classes}")
     if class_names is not None and len(class_names) != num_classes:
-        raise ValueError(f"model.class_names has {len(class_names)} names but num_classes is {num_classes}")
+        raise UsageError(f"model.class_names has {len(class_names)} names but num_classes is {num_classes}")
     if freeze_backbone_epochs < 0:
-        raise ValueError(f"model.freeze_backbone_epochs must be >= 0, got {freeze_backbone_epochs}")
+        raise UsageError(f"model.freeze_backbone_epochs must be >= 0, got {freeze_backbone_epochs}")
     if not backbone_lr_scale > 0:
-        raise ValueError(f"model.backbone_lr_scale must be > 0, got {backbone_lr_scale}")
+        raise UsageError(f"model.backbone_lr_scale must be > 0, got {backbone_lr_scale}")
     if reference_batch_size < 1:
-        raise ValueError(f"model.reference_batch_size must be >= 1, got {reference_batch_size}")
+        raise UsageError(f"model.reference_batch_size must be >= 1, got {reference_batch_size}")

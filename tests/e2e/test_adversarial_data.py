@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from litstarter.__main__ import main as litstarter_main
-from litstarter.data.manifest import as_records
-from litstarter.deploy import infer
+from litstarter._engine.images.manifest import as_records
+from litstarter.extras.deploy import infer
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, MIXED_IMAGES, make_image_folder, run_litstarter, write_image
 
 pytestmark = pytest.mark.slow

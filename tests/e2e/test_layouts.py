@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from litstarter.__main__ import main as litstarter_main
-from litstarter.data.manifest import as_records
+from litstarter._engine.images.manifest import as_records
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, MIXED_IMAGES, make_image_folder, run_cli, write_image
 
 pytestmark = pytest.mark.slow

@@ -27,7 +27,7 @@ def _entry(args: list[str], capsys) -> tuple[int, str]:
 
 @pytest.mark.slow
 def test_your_backbone_trains_exports_infers_and_loads_in_a_fresh_process(tmp_path: Path, capsys) -> None:
-    pytest.importorskip("litstarter.deploy.export", reason="deploy/ was deleted: nothing to export")
+    pytest.importorskip("litstarter.extras.deploy.export", reason="deploy/ was deleted: nothing to export")
     fit = [*fast_fit_args(tmp_path, epochs=1, name="mine"), "--trainer.limit_train_batches=4", "--test_after_fit=false"]
     run_cli([*fit, f"--model.backbone={MINE}", "--model.backbone_kwargs={width: 16}"])
     ckpt = tmp_path / "mine" / "version_0" / "checkpoints" / "last.ckpt"

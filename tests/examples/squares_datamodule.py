@@ -10,8 +10,8 @@ import numpy as np
 from jsonargparse import lazy_instance
 from torchvision.transforms import v2
 
+from litstarter._engine.images.stats import channel_stats
 from litstarter.data import ArrayDataModule, ArrayImageDataset, FastAugmentation
-from litstarter.data.stats import channel_stats
 
 
 class SquaresDataModule(ArrayDataModule):

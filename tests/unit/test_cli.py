@@ -36,7 +36,7 @@ def test_wrong_type_fails_at_parse_time_naming_the_key(capsys) -> None:
 
 def test_missing_checkpoint_path_names_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope" / "last.ckpt"
-    from litstarter.errors import UsageError
+    from litstarter._engine.errors import UsageError
 
     with pytest.raises(UsageError, match=f"--ckpt_path '{missing}' does not exist"):
         run_cli(

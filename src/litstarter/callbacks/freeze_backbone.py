@@ -6,6 +6,8 @@ import lightning as L
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_info
 
+from litstarter._engine.errors import UsageError
+
 
 class FreezeBackbone(Callback):
     """Freeze the backbone for the first ``epochs`` epochs, then unfreeze it.
@@ -31,7 +33,7 @@ class FreezeBackbone(Callback):
 
     def __init__(self, epochs: int, module: str = "net.backbone") -> None:
         if epochs < 0:
-            raise ValueError(f"FreezeBackbone epochs must be >= 0, got {epochs}")
+            raise UsageError(f"FreezeBackbone epochs must be >= 0, got {epochs}")
         self.epochs = epochs
         self.module = module
 

@@ -11,7 +11,8 @@ import torch
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_info
 
-from litstarter.io import atomic_write
+from litstarter._engine.atomic_io import atomic_write
+from litstarter._engine.errors import UsageError
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not when a fit starts
     from matplotlib.figure import Figure
@@ -75,7 +76,7 @@ class PlotConfusionMatrix(L.Callback):
 
     def __init__(self, filename: str = "confusion_matrix.png", every_n_val_epochs: int = 1) -> None:
         if every_n_val_epochs < 1:
-            raise ValueError(f"every_n_val_epochs must be >= 1, got {every_n_val_epochs}")
+            raise UsageError(f"every_n_val_epochs must be >= 1, got {every_n_val_epochs}")
         self.filename = filename
         self.every_n_val_epochs = every_n_val_epochs
         self._val_epochs = 0

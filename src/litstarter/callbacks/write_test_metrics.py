@@ -7,7 +7,7 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.utilities import rank_zero_info
 
-from litstarter.io import write_json
+from litstarter._engine.atomic_io import write_json
 
 
 class WriteTestMetrics(L.Callback):

@@ -1,6 +1,6 @@
 """Data modules, the shared uint8 array dataset, the image cache, augmentation and samplers.
 
-The names below load on first use (PEP 562), so that ``litstarter.data.cache`` and friends import without
+The names below load on first use (PEP 562), so that ``litstarter._engine.images.cache`` and friends import without
 Lightning or torch: ``litstarter inspect`` reads a cached folder in a fraction of a second.
 """
 
@@ -16,9 +16,9 @@ _HOMES = {
     "ClassWeightedSampler": "litstarter.data.samplers",
     "DigitsDataModule": "litstarter.data.digits",
     "EpochShuffleSampler": "litstarter.data.samplers",
-    "FastAugmentation": "litstarter.data.fastpath.augment",
+    "FastAugmentation": "litstarter._engine.augment.fast",
     "ImageFolderDataModule": "litstarter.data.image_folder",
-    "auto_num_workers": "litstarter.cores",
+    "auto_num_workers": "litstarter._engine.cores",
 }
 
 __all__ = [
@@ -34,11 +34,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from litstarter.cores import auto_num_workers
+    from litstarter._engine.augment.fast import FastAugmentation
+    from litstarter._engine.cores import auto_num_workers
     from litstarter.data.base import ArrayDataModule
     from litstarter.data.dataset import ArrayImageDataset
     from litstarter.data.digits import DigitsDataModule
-    from litstarter.data.fastpath.augment import FastAugmentation
     from litstarter.data.image_folder import ImageFolderDataModule
     from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler
 

@@ -2,7 +2,7 @@
 
 Choices, all set from YAML by ``class_path`` (``null`` turns augmentation off; val and test never augment):
 
-* the default, :class:`~litstarter.data.fastpath.augment.FastAugmentation` (random resized crop, flip, colour
+* the default, :class:`~litstarter._engine.augment.fast.FastAugmentation` (random resized crop, flip, colour
   jitter), run per batch several times faster; its arguments alone override it: ``augmentation: {hflip: 0.0}``;
 * any stock torchvision v2 transform or ``Compose``, e.g.::
 
@@ -27,8 +27,9 @@ import numpy as np
 import torch
 from torchvision.transforms import v2
 
-from litstarter.data.crop import center_crop_or_resize
-from litstarter.data.fastpath.augment import FastAugmentation
+from litstarter._engine.augment.fast import FastAugmentation
+from litstarter._engine.errors import UsageError
+from litstarter._engine.images.crop import center_crop_or_resize
 
 __all__ = ["IMAGE_FOLDER_DEFAULTS", "FastAugmentation", "augment", "describe", "seeded_call"]
 
@@ -79,7 +80,7 @@ def augment(
     with torch.random.fork_rng(devices=[]):  # the worker's own generator is left as it was
         out = [seeded_call(augmentation, image, seed) for image, seed in zip(images, seeds, strict=True)]
     if any(o.dtype != torch.uint8 for o in out):
-        raise ValueError(
+        raise UsageError(
             f"data.augmentation {type(augmentation).__name__} returned {out[0].dtype}; it must return uint8 images "
             "(the model normalises them itself)"
         )

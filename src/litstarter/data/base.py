@@ -6,10 +6,11 @@ import lightning as L
 import numpy as np
 from torch.utils.data import BatchSampler, DataLoader, Sampler
 
-from litstarter.cores import auto_num_workers
+from litstarter._engine.augment.heap import keep_freed_memory
+from litstarter._engine.augment.workers import init_loader_worker
+from litstarter._engine.cores import auto_num_workers
+from litstarter._engine.errors import UsageError
 from litstarter.data.dataset import ArrayImageDataset
-from litstarter.data.fastpath.heap import keep_freed_memory
-from litstarter.data.fastpath.workers import init_loader_worker
 from litstarter.data.samplers import EpochShuffleSampler
 
 
@@ -28,9 +29,9 @@ class ArrayDataModule(L.LightningDataModule):
     def __init__(self, batch_size: int = 64, num_workers: int | None = None, seed: int = 42) -> None:
         super().__init__()
         if batch_size < 1:
-            raise ValueError(f"data.batch_size must be >= 1, got {batch_size}")
+            raise UsageError(f"data.batch_size must be >= 1, got {batch_size}")
         if num_workers is not None and num_workers < 0:
-            raise ValueError(f"data.num_workers must be >= 0 or null (auto), got {num_workers}")
+            raise UsageError(f"data.num_workers must be >= 0 or null (auto), got {num_workers}")
         self.batch_size = batch_size
         self.num_workers = auto_num_workers() if num_workers is None else num_workers
         self.seed = seed

@@ -7,9 +7,9 @@ import torch
 from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
+from litstarter._engine.augment.seeds import split_items
+from litstarter._engine.images.crop import center_crop_or_resize
 from litstarter.data.augmentation import augment
-from litstarter.data.crop import center_crop_or_resize
-from litstarter.data.fastpath.seeds import split_items
 
 
 class ArrayImageDataset(Dataset):

@@ -6,11 +6,12 @@ import numpy as np
 from jsonargparse import lazy_instance
 from torchvision.transforms import v2
 
+from litstarter._engine.augment.fast import FastAugmentation
+from litstarter._engine.errors import UsageError
+from litstarter._engine.images.classes import relabel, select_classes
+from litstarter._engine.images.stats import channel_stats
 from litstarter.data.base import ArrayDataModule
-from litstarter.data.class_subset import relabel, select_classes
 from litstarter.data.dataset import ArrayImageDataset
-from litstarter.data.fastpath.augment import FastAugmentation
-from litstarter.data.stats import channel_stats
 
 
 class DigitsDataModule(ArrayDataModule):
@@ -47,7 +48,7 @@ class DigitsDataModule(ArrayDataModule):
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if not 0 < val_fraction < 1 or not 0 < test_fraction < 1 or val_fraction + test_fraction >= 1:
-            raise ValueError(
+            raise UsageError(
                 f"data.val_fraction={val_fraction} and data.test_fraction={test_fraction} must each be in (0, 1)"
                 " and sum to less than 1"
             )

@@ -11,17 +11,17 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Sampler
 from torchvision.transforms import v2
 
+from litstarter._engine.augment.fast import FastAugmentation
+from litstarter._engine.errors import BadInputError, UsageError
+from litstarter._engine.images.cache import ImageCache
+from litstarter._engine.images.cache_build import warn_skipped
+from litstarter._engine.images.folder import CachedImageFolder
+from litstarter._engine.images.leakage import warn_leakage
+from litstarter._engine.images.splits import Listing
 from litstarter.data.augmentation import IMAGE_FOLDER_DEFAULTS, describe
 from litstarter.data.base import ArrayDataModule
-from litstarter.data.cache import ImageCache
-from litstarter.data.cache_build import warn_skipped
-from litstarter.data.cached_folder import CachedImageFolder
 from litstarter.data.dataset import ArrayImageDataset
-from litstarter.data.fastpath.augment import FastAugmentation
-from litstarter.data.leakage import warn_leakage
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
-from litstarter.data.splits import Listing
-from litstarter.errors import UsageError
 
 
 class ImageFolderDataModule(ArrayDataModule):
@@ -209,7 +209,7 @@ class ImageFolderDataModule(ArrayDataModule):
         """On resume, refuse a folder whose classes differ from the checkpoint's."""
         saved = state_dict.get("class_to_idx")
         if saved is not None and saved != self.class_to_idx:
-            raise ValueError(
+            raise BadInputError(
                 f"the checkpoint was trained on classes {list(saved)} but data.root '{self.root}' has"
                 f" {self.class_names}"
             )

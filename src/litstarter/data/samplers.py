@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler, DistributedSampler, Sampler
 
+from litstarter._engine.errors import BadInputError
+
 
 class EpochShuffleSampler(Sampler[tuple[int, int]]):
     """A random permutation per epoch, seeded by ``(seed, epoch)``.
@@ -145,7 +147,7 @@ class BalancedBatchSampler(BatchSampler):
             permuted = indices[torch.randperm(len(indices), generator=generator).numpy()]
             share = permuted[rank::replicas]
             if len(share) == 0:
-                raise ValueError(
+                raise BadInputError(
                     f"class index {c} has {len(indices)} training samples, fewer than the {replicas} processes;"
                     " balanced sampling under DDP needs at least one per process"
                 )

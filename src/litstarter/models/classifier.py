@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import nn
 
+from litstarter._engine.errors import BadInputError, UsageError
 from litstarter.models.registry import create_backbone
 
 #: The ``ImageClassifier`` hyper-parameters that fix the network's shape (recorded so ``weights.pt`` can load).
@@ -60,7 +61,7 @@ class Classifier(nn.Module):
         if gradient_checkpointing:
             if not hasattr(self.backbone, "set_grad_checkpointing"):
                 name = type(self.backbone).__name__
-                raise ValueError(
+                raise UsageError(
                     f"model.gradient_checkpointing=true but backbone {name} has no set_grad_checkpointing()"
                 )
             self.backbone.set_grad_checkpointing(True)
@@ -102,7 +103,7 @@ def build_classifier(architecture: Mapping, trust_model: bool = True) -> Classif
     """
     missing = [k for k in ("backbone", "num_classes", "in_channels") if k not in architecture]
     if missing:
-        raise ValueError(f"architecture is missing {missing}; got keys {sorted(architecture)}")
+        raise BadInputError(f"architecture is missing {missing}; got keys {sorted(architecture)}")
     channels = int(architecture["in_channels"])
     backbone = create_backbone(
         architecture["backbone"],

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from torch import nn
 
-from litstarter.errors import BadInputError, UsageError
+from litstarter._engine.errors import BadInputError, UsageError
 
 BackboneFactory = Callable[..., nn.Module]
 
@@ -140,13 +140,13 @@ def check_weights(name: str, weights: str | None) -> None:
     if weights is None:
         return
     if not takes_weights(name):
-        raise ValueError(
+        raise UsageError(
             f"backbone {name!r} has no pretrained weights (weights={weights!r}); use null, or start from one of"
             " our checkpoints with model.init_from"
         )
     names = list_weights(name)
     if weights not in names and not is_weights_path(weights, names):
-        raise ValueError(
+        raise UsageError(
             f"unknown weights {weights!r} for backbone {name!r}; expected one of {names}, a path to a weights file,"
             " or null (random init)"
         )

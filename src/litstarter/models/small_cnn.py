@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from litstarter._engine.errors import UsageError
 from litstarter.models.registry import register_backbone
 
 #: Images with a side above this many pixels get a downsampling stem and per-image standardisation (``"auto"``).
@@ -59,7 +60,7 @@ def make_stem(in_channels: int, width: int, factor: int) -> nn.Sequential:
     ``image_size``, which every checkpoint and export records).
     """
     if factor not in (1, 2, 4):
-        raise ValueError(f"small_cnn stem must be 1, 2, 4 or 'auto'; got {factor!r}")
+        raise UsageError(f"small_cnn stem must be 1, 2, 4 or 'auto'; got {factor!r}")
     layers = conv_bn_relu(in_channels, width, stride=1 if factor == 1 else 2)
     if factor == 4:
         layers.append(nn.MaxPool2d(2, ceil_mode=True))

@@ -31,9 +31,9 @@ import torch
 import torchvision
 from torch import nn
 
-from litstarter.errors import UsageError
+from litstarter._engine.checkpoints import load_torch_file, state_dict_differences
+from litstarter._engine.errors import BadInputError, UsageError
 from litstarter.models.registry import is_weights_path, register_backbone
-from litstarter.models.weights import load_torch_file, state_dict_differences
 
 log = logging.getLogger(__name__)
 
@@ -143,12 +143,14 @@ def read_weights_file(path: str | os.PathLike, arch: str) -> dict[str, torch.Ten
 
     state = load_torch_file(path)
     if isinstance(state, dict) and "state_dict" in state:
-        raise ValueError(
+        raise BadInputError(
             f"weights file {path} is a training checkpoint (it has a 'state_dict' entry), not {arch} weights in"
             " torchvision's layout; start from it with model.init_from instead"
         )
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ValueError(f"weights file {path} is not a state_dict (a dict of tensors); found {type(state).__name__}")
+        raise BadInputError(
+            f"weights file {path} is not a state_dict (a dict of tensors); found {type(state).__name__}"
+        )
     return state
 
 
@@ -165,7 +167,7 @@ def load_torchvision_state(model: nn.Module, arch: str, state: dict[str, torch.T
     in_channels = model.get_submodule(family.stem).in_channels
     if stem_key in state and state[stem_key].shape[1] != in_channels:
         if state[stem_key].shape[1] != RGB:
-            raise ValueError(
+            raise BadInputError(
                 f"{source}: stem {stem_key} has {state[stem_key].shape[1]} input channels; expected {RGB} (to adapt)"
                 f" or {in_channels}"
             )
@@ -179,7 +181,7 @@ def load_torchvision_state(model: nn.Module, arch: str, state: dict[str, torch.T
 
     missing, unexpected, mismatched = state_dict_differences(model, state)
     if missing or unexpected or mismatched:
-        raise ValueError(
+        raise BadInputError(
             f"{source} does not fit {arch}: missing {missing[:5]} ({len(missing)} in all),"
             f" unexpected {unexpected[:5]} ({len(unexpected)} in all), shape mismatch"
             f" {mismatched[:5]}. Is it a state_dict of another architecture?"

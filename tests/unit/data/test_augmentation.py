@@ -8,8 +8,8 @@ import torch
 from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 
+from litstarter._engine.augment import workers
 from litstarter.data import ArrayImageDataset, DigitsDataModule, EpochShuffleSampler, FastAugmentation
-from litstarter.data.fastpath import workers
 
 
 def _dataset(augmentation, n: int = 12, size: int = 16) -> ArrayImageDataset:

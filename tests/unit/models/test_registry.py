@@ -12,6 +12,7 @@ import pytest
 import torch
 import torchvision
 
+from litstarter._engine.errors import UsageError
 from litstarter.models import create_backbone, list_backbones, list_weights
 from litstarter.models.torchvision_backbones import FAMILIES, adapt_stem_weight, weights_file_name
 
@@ -117,5 +118,5 @@ def test_weights_file_of_another_architecture_or_a_checkpoint_is_a_clear_error(t
     torch.save({"state_dict": {"net.head.weight": torch.zeros(2, 2)}, "epoch": 1}, checkpoint)
     with pytest.raises(ValueError, match="training checkpoint.*model.init_from"):
         create_backbone("resnet18", weights=str(checkpoint))
-    with pytest.raises(FileNotFoundError, match="missing.pth"):
+    with pytest.raises(UsageError, match="missing.pth"):
         create_backbone("resnet18", weights=str(tmp_path / "missing.pth"))

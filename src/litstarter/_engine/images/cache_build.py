@@ -1,0 +1,193 @@
+"""Building the image cache: decode every file once (in a pool for large folders), write atomically, manifest last.
+
+See :mod:`litstarter._engine.images.cache` for the folder's contents and the trust rule. Bad files are collected, all
+of them: ``on_bad_file: error`` stops with one message listing every one; ``skip`` leaves them out and lists
+them in the manifest.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import multiprocessing
+import os
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from tqdm import tqdm
+
+from ..atomic_io import write_json
+from ..errors import BadInputError
+from ..leftovers import owner_tag
+from .cache import ImageCache, MemmapImages, OnBadFile, listing_digest, load_cache
+from .listing import shown
+from .manifest import CACHE_VERSION, MANIFEST, array_checksums, as_columns, file_checksum
+from .preprocess import try_load_image
+from .splits import SourceFile
+from .stats import channel_stats
+
+log = logging.getLogger(__name__)
+
+
+def bad_files_error(root: Path, bad: list[dict]) -> BadInputError:
+    """One error that lists every bad file with its path and reason."""
+    listed = "\n".join(f"  {shown(root / b['path'])}: {b['reason']}" for b in bad)
+    return BadInputError(
+        f"{len(bad)} image file(s) under '{root}' could not be read (data.on_bad_file=error):\n{listed}\n"
+        "Fix or remove them, or set data.on_bad_file=skip to leave them out (they are then counted in a warning"
+        " and listed in the cache manifest)."
+    )
+
+
+def warn_skipped(root: Path, folder: Path, skipped: list[dict]) -> None:
+    """The warning for files left out under ``on_bad_file: skip``."""
+    if skipped:
+        first = "; ".join(f"{shown(s['path'])} ({s['reason']})" for s in skipped[:3])
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        warnings.warn(
+            f"data.on_bad_file=skip: left out {len(skipped)} unreadable image file(s) under '{root}': {first}{more}."
+            f" All are listed under 'skipped' in {folder / MANIFEST}.",
+            stacklevel=2,
+        )
+
+
+def decode_file(path: Path, channels: int, size: tuple[int, int]) -> tuple[np.ndarray | None, str | None, dict]:
+    """``(image (C, H, W) uint8, None, facts)`` or ``(None, reason, {})``; facts are the file's original
+    ``width``, ``height`` and PIL ``mode`` and the SHA-256 of its bytes (for ``inspect``'s duplicate check)."""
+    image, reason = try_load_image(path, channels, size)
+    if image is None:
+        return None, reason, {}
+    data = Path(path).read_bytes()  # just decoded: read from the page cache
+    with Image.open(path) as header:  # header only; the pixels were decoded above
+        facts = {"width": header.width, "height": header.height, "mode": header.mode}
+    return image, None, {**facts, "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _decode_all(
+    paths: list[Path], channels: int, size: tuple[int, int], workers: int, desc: str
+) -> Iterator[tuple[np.ndarray | None, str | None, dict]]:
+    """``decode_file`` over ``paths`` in order, in this process or a pool of ``workers`` processes."""
+    decode = functools.partial(decode_file, channels=channels, size=size)
+    with tqdm(total=len(paths), desc=desc, unit="img", disable=None, leave=False) as bar:
+        if workers <= 1:
+            for path in paths:
+                yield decode(path)
+                bar.update()
+            return
+        # spawn, not fork: the parent holds torch threads, and the worker needs only numpy and Pillow.
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            for result in pool.imap(decode, paths, chunksize=max(1, min(64, len(paths) // (8 * workers)))):
+                yield result
+                bar.update()
+
+
+def _decode_split(
+    folder: Path, root: Path, split: str, files: list[SourceFile], channels: int, size: tuple[int, int],
+    workers: int, bad: list[dict],
+) -> tuple[Path, Path, list[dict]]:  # fmt: skip
+    """Decode one split into owner-tagged temporary arrays; returns them and the kept files' records."""
+    tag, row = owner_tag(), channels * size[0] * size[1]
+    images_tmp = folder / f".{split}.u8.{tag}.tmp"
+    with open(images_tmp, "wb") as f:
+        f.truncate(len(files) * row)
+    array = np.memmap(images_tmp, dtype=np.uint8, mode="r+", shape=(len(files), channels, *size))
+    kept: list[dict] = []
+    results = _decode_all([root / f.path for f in files], channels, size, workers, f"caching {split}")
+    for source, (image, reason, facts) in zip(files, results, strict=True):
+        if image is None:
+            bad.append({"path": source.path, "reason": reason})
+            continue
+        array[len(kept)] = image  # (C, H, W) uint8; kept files are packed to the front
+        kept.append({**asdict(source), **facts})
+    array.flush()
+    del array
+    os.truncate(images_tmp, len(kept) * row)
+    labels_tmp = folder / f".{split}.labels.npy.{tag}.tmp"
+    with open(labels_tmp, "wb") as f:
+        np.save(f, np.array([s["label"] for s in kept], dtype=np.int64))
+    return images_tmp, labels_tmp, kept
+
+
+def _check_classes_kept(root: Path, kept: list[dict], class_to_idx: dict[str, int], bad: list[dict]) -> None:
+    missing = sorted(set(class_to_idx.values()) - {s["label"] for s in kept})
+    if missing:
+        names = [n for n, i in class_to_idx.items() if i in missing]
+        raise BadInputError(
+            f"classes {names} have no readable training images left after data.on_bad_file=skip; a class"
+            f" is never dropped silently. {bad_files_error(root, bad)}"
+        )
+
+
+def _split_entry(files: list[SourceFile], images: Path, labels: Path, kept: list[dict], shape: list[int]) -> dict:
+    """A split's manifest entry: its shape, the listing it was built from, its files' records, its checksums."""
+    checksums = {**array_checksums(images, int(np.prod(shape))), "labels": file_checksum(labels)}
+    return {"shape": shape, "listing_digest": listing_digest(files), "files": as_columns(kept), "checksums": checksums}
+
+
+def build_cache(
+    folder: Path,
+    root: Path,
+    params: dict,
+    sources: dict[str, list[SourceFile]],
+    class_to_idx: dict[str, int],
+    channels: int,
+    size: tuple[int, int],
+    on_bad_file: OnBadFile = "error",
+    workers: int = 0,
+) -> ImageCache:
+    """Decode every source file into ``folder``, atomically, and write the manifest last.
+
+    If another builder (another node on a shared filesystem) completes the same cache first, its cache is
+    returned (``reused=True``) and this build's arrays are discarded.
+
+    Args:
+        folder: The cache folder (created if needed).
+        root: The data root that ``sources`` paths are relative to.
+        params: Preprocessing parameters, recorded in the manifest and checked on load.
+        sources: ``{split: files}`` in the order the arrays should have.
+        class_to_idx: Class name -> index, recorded in the manifest.
+        channels: 1 or 3.
+        size: Stored ``(H, W)``.
+        on_bad_file: ``skip``: leave bad files out and warn; anything else (``error``): raise one error listing
+            every bad file. Checked where the user sets it (``ImageFolderDataModule``); never a silent drop here.
+        workers: Decoding processes; 0 or 1 decodes in this process.
+
+    Raises:
+        BadInputError: bad files under ``on_bad_file: error``, or a class left without training images.
+    """
+    start = time.perf_counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    written: dict[str, tuple[Path, Path, list[dict]]] = {}
+    bad: list[dict] = []
+    try:
+        for split, files in sources.items():
+            written[split] = _decode_split(folder, root, split, files, channels, size, workers, bad)
+        if bad and on_bad_file != "skip":  # only an explicit skip leaves files out
+            raise bad_files_error(root, bad)
+        _check_classes_kept(root, written["train"][2], class_to_idx, bad)
+        shapes = {split: [len(kept), channels, *size] for split, (_, _, kept) in written.items()}
+        mean, std = channel_stats(MemmapImages(written["train"][0], shapes["train"]).array())
+        splits = {split: _split_entry(sources[split], *written[split], shapes[split]) for split in written}
+        finished = load_cache(folder, params, sources, class_to_idx, quiet=True)
+        if finished is not None:  # another builder completed the same cache meanwhile: keep its files
+            log.info("image cache %s was completed by another process meanwhile; using it", folder)
+            return finished
+        (folder / MANIFEST).unlink(missing_ok=True)  # from here on the folder is untrusted until the new manifest
+        for split, (images_tmp, labels_tmp, _) in written.items():
+            os.replace(images_tmp, folder / f"{split}.u8")
+            os.replace(labels_tmp, folder / f"{split}.labels.npy")
+    finally:
+        for leftover in folder.glob(f".*.{owner_tag()}.tmp"):  # ours, also of a split interrupted mid-way
+            leftover.unlink(missing_ok=True)
+    manifest = {"version": CACHE_VERSION, "params": params, "class_to_idx": class_to_idx, "mean": mean, "std": std,
+                "skipped": bad, "splits": splits}  # fmt: skip
+    write_json(folder / MANIFEST, manifest)  # last: only now is the folder trusted
+    log.info("built image cache %s (%d images) in %.1f s", folder, sum(s[0] for s in shapes.values()),
+             time.perf_counter() - start)  # fmt: skip
+    return ImageCache(folder, manifest, reused=False)

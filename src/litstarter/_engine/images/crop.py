@@ -1,0 +1,18 @@
+"""The deterministic eval view: the stored image centre-cropped (or, if smaller, resized) to ``image_size``."""
+
+from __future__ import annotations
+
+import torch
+from torchvision.transforms.v2 import functional as F
+
+from .preprocess import center_crop_array
+
+
+def center_crop_or_resize(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Deterministic eval view: centre-crop to ``size`` if the image is at least that big, else resize."""
+    if tuple(image.shape[-2:]) == tuple(size):
+        return image
+    if image.shape[-2] >= size[0] and image.shape[-1] >= size[1]:
+        # The same arithmetic as preprocess.center_crop_array, so inference on files matches eval exactly.
+        return center_crop_array(image, size)
+    return F.resize(image, list(size), antialias=True)

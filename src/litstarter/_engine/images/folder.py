@@ -1,0 +1,187 @@
+"""An image folder's settings, listing and cache, without Lightning: what ``fit`` and ``inspect`` share.
+
+:class:`~litstarter.data.image_folder.ImageFolderDataModule` holds one of these and adds the loaders;
+``litstarter inspect`` builds one from the same ``data`` config and reads the same cache, so the folder is
+listed, split and decoded by one piece of code, and cached once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Literal
+
+from ..cores import available_cores
+from ..errors import UsageError
+from .cache import ImageCache, cache_key, load_cache
+from .cache_build import bad_files_error, build_cache
+from .channels import channels_for, header_modes
+from .classes import select_classes
+from .layout import detect_layout, list_sources
+from .preprocess import as_size, resize_size_for
+from .splits import Listing, SourceFile
+
+log = logging.getLogger(__name__)
+
+#: Where caches go when ``cache_dir`` is not set (relative to the working directory, beside the runs).
+DEFAULT_CACHE_DIR = Path("runs") / "cache"
+#: Below this many files the cache is built in this process: starting decoder processes would cost more.
+MIN_FILES_FOR_WORKERS = 500
+
+
+class CachedImageFolder:
+    """An image folder (or a labels file) as listed, split and cached for one set of preprocessing parameters.
+
+    Args:
+        root: The image folder (see ``ImageFolderDataModule``).
+        labels: A CSV of ``path,label[,split]`` rows relative to ``root``, instead of class folders.
+        image_size: Training and evaluation size: an int or ``[height, width]``.
+        channels: Channels every image is converted to: 3, 1 or ``auto`` (1 when every header says grey).
+        val_fraction: Fraction of each class held out for validation, wherever there is no val split.
+        test_fraction: Fraction of each class held out for testing (``root/<class>`` and labels without split).
+        cache_dir: Folder for the caches; ``None``: ``runs/cache`` under the working directory.
+        cache_workers: Decoding processes for a build; ``None``: every core for 500 files or more, else none.
+        cache_verify: ``sample`` (a few blocks per array on each reuse) or ``full`` (every block).
+        on_bad_file: ``error`` or ``skip``.
+        seed: Seed for the split.
+        classes: Keep these classes only, in this order; ``None``: all, sorted.
+
+    Raises:
+        UsageError: a value out of range, naming its ``data.*`` key.
+    """
+
+    def __init__(
+        self,
+        root: str | Path,
+        labels: str | None = None,
+        image_size: int | tuple[int, int] = 224,
+        channels: int | Literal["auto"] = "auto",
+        val_fraction: float = 0.1,
+        test_fraction: float = 0.1,
+        cache_dir: str | Path | None = None,
+        cache_workers: int | None = None,
+        cache_verify: Literal["sample", "full"] = "sample",
+        on_bad_file: Literal["error", "skip"] = "error",
+        seed: int = 42,
+        classes: list[str | int] | None = None,
+    ) -> None:
+        _check_arguments(channels, val_fraction, test_fraction, cache_workers, cache_verify, on_bad_file)
+        self.root = Path(root).expanduser()
+        self.labels = labels
+        try:
+            self.image_size = as_size(image_size)
+        except ValueError as error:
+            raise UsageError(f"data.image_size: {error}") from None
+        self.resize_size = resize_size_for(self.image_size)
+        self.val_fraction = val_fraction
+        self.test_fraction = test_fraction
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else DEFAULT_CACHE_DIR
+        self.cache_workers = cache_workers
+        self.cache_verify = cache_verify
+        self.on_bad_file = on_bad_file
+        self.seed = seed
+        # Needed at once: the CLI links class_names and channels into the model at instantiation.
+        self.layout = detect_layout(self.root, labels)
+        self.all_class_names = self.layout.class_names
+        self.class_names = select_classes(self.all_class_names, classes, source=f"data.root '{self.root}'")
+        self.channels = self._resolve_channels() if channels == "auto" else channels
+
+    @property
+    def class_to_idx(self) -> dict[str, int]:
+        """Class name -> label index (the kept class names in order)."""
+        return {name: i for i, name in enumerate(self.class_names)}
+
+    def cache_params(self) -> dict:
+        """Everything that decides the cache's contents besides the files themselves."""
+        params = {
+            "root": str(self.root.resolve()),
+            "layout": self.layout.kind,
+            "channels": self.channels,
+            "resize_size": list(self.resize_size),
+        }
+        if self.layout.kind == "splits":
+            params["split_dirs"] = self.layout.split_dirs
+        if self.layout.kind == "labels":
+            params["labels"] = str(self.layout.labels.resolve())
+        if self.layout.kind != "splits" or "val" not in self.layout.split_dirs:  # a split is computed here
+            params |= {"val_fraction": self.val_fraction, "test_fraction": self.test_fraction, "seed": self.seed}
+        if self.class_names != self.all_class_names:  # a subset (or another order): other files, other labels
+            params["classes"] = list(self.class_names)
+        return params
+
+    def cache_folder(self) -> Path:
+        """This folder's cache: ``<cache_dir>/<root name>-<hash of cache_params()>``."""
+        return self.cache_dir / f"{self.root.resolve().name}-{cache_key(self.cache_params())}"
+
+    def listing(self) -> Listing:
+        """Every split's files (of the kept classes, relabelled) and where each split came from."""
+        listing = list_sources(self.root, self.layout, self.val_fraction, self.test_fraction, self.seed)
+        listing.sources = self._keep_classes(listing.sources)
+        return listing
+
+    def _keep_classes(self, sources: dict[str, list[SourceFile]]) -> dict[str, list[SourceFile]]:
+        """The files of ``class_names`` only, relabelled to their index there (listed and split with all classes,
+        so a class's split does not depend on which others are kept)."""
+        if self.class_names == self.all_class_names:
+            return sources
+        new_label = {self.all_class_names.index(name): i for i, name in enumerate(self.class_names)}
+        return {
+            split: [dataclasses.replace(f, label=new_label[f.label]) for f in files if f.label in new_label]
+            for split, files in sources.items()
+        }
+
+    def _resolve_channels(self) -> int:
+        """``channels: auto``: 1 if every image's header says grey, else 3 (logged)."""
+        listing = self.listing()
+        paths = [self.root / f.path for files in listing.sources.values() for f in files]
+        channels, reason = channels_for(header_modes(paths))
+        log.info("data.channels: auto -> %d: %s", channels, reason)
+        return channels
+
+    def load_or_build(self, listing: Listing | None = None, on_bad_file: str | None = None) -> ImageCache:
+        """Reuse the cache if it matches the files as listed, else build it (with a progress bar).
+
+        Args:
+            listing: :meth:`listing` if the caller has it already.
+            on_bad_file: Overrides ``self.on_bad_file`` (``inspect`` builds with ``skip`` to report bad files).
+
+        Raises:
+            BadInputError: bad files under ``on_bad_file: error`` (also when a cache built with ``skip`` is reused).
+        """
+        on_bad_file = on_bad_file or self.on_bad_file
+        sources = (listing or self.listing()).sources
+        params, folder = self.cache_params(), self.cache_folder()
+        cache = load_cache(folder, params, sources, self.class_to_idx, self.cache_verify)
+        if cache is None:
+            total = sum(len(files) for files in sources.values())
+            workers = self.cache_workers
+            if workers is None:
+                workers = available_cores() if total >= MIN_FILES_FOR_WORKERS else 0
+            log.info("Building the image cache for %d files in %s (%d process(es))", total, folder, max(workers, 1))
+            cache = build_cache(
+                folder, self.root, params, sources, self.class_to_idx, self.channels, self.resize_size,
+                on_bad_file=on_bad_file, workers=workers,
+            )  # fmt: skip
+        elif cache.skipped and on_bad_file == "error":
+            raise bad_files_error(self.root, cache.skipped)
+        return cache
+
+
+def _check_arguments(
+    channels: int | str, val_fraction: float, test_fraction: float, cache_workers: int | None, cache_verify: str,
+    on_bad_file: str,
+) -> None:  # fmt: skip
+    if channels not in (1, 3, "auto"):
+        raise UsageError(f"data.channels must be 1, 3 or auto, got {channels!r}")
+    if not 0 < val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
+        raise UsageError(
+            f"data.val_fraction={val_fraction} must be in (0, 1), data.test_fraction={test_fraction} in [0, 1),"
+            " and they must sum to less than 1"
+        )
+    if cache_workers is not None and cache_workers < 0:
+        raise UsageError(f"data.cache_workers must be >= 0 or null (auto), got {cache_workers}")
+    if cache_verify not in ("sample", "full"):
+        raise UsageError(f"data.cache_verify must be 'sample' or 'full', got {cache_verify!r}")
+    if on_bad_file not in ("error", "skip"):
+        raise UsageError(f"data.on_bad_file must be 'error' or 'skip', got {on_bad_file!r}")

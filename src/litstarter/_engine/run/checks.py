@@ -1,0 +1,162 @@
+"""Checks the CLI makes before a run does any work, so that a user's mistake is one sentence, not a traceback
+from deep inside Lightning halfway through: the accelerator asked for exists, the checkpoint given is one of
+ours and fits this model, the data has classes enough. And the quiet fallbacks for presets that cannot run
+as written here (SyncBatchNorm on CPU processes).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ..checkpoints import CheckpointError, load_torch_file, uncompiled_keys
+from ..errors import UsageError
+
+log = logging.getLogger("litstarter")
+
+#: ``ckpt_path`` values that Lightning resolves itself (no file to check).
+LIGHTNING_CKPT_NAMES = ("best", "last", "hpc", "registry")
+
+
+def check_accelerator_present(config) -> None:
+    """A GPU preset (``trainer.accelerator: gpu``/``cuda``/``mps``) on a machine without that device is a sentence.
+
+    Raises:
+        UsageError: Naming the setting and what to use instead.
+    """
+    trainer = config.get("trainer") or {}
+    accelerator = str(trainer.get("accelerator") or "auto").lower()
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise UsageError(
+            f"trainer.accelerator is {accelerator!r} (e.g. from configs/trainer/gpu.yaml), but torch sees no CUDA GPU"
+            f" on this machine (torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}). Run"
+            " `litstarter doctor`, or use --trainer.accelerator cpu (or auto)"
+        )
+    if accelerator == "mps" and not torch.backends.mps.is_available():
+        raise UsageError(
+            "trainer.accelerator is 'mps', but this machine has no Apple GPU; use --trainer.accelerator cpu"
+        )
+
+
+def turn_off_sync_batchnorm_on_cpu(config) -> None:
+    """``trainer.sync_batchnorm: true`` (configs/trainer/ddp.yaml) on CPU processes becomes ``false``, with a log line.
+
+    torch's SyncBatchNorm runs only on GPUs; on CPU each process then keeps BatchNorm statistics of its own slice
+    of the batch, as plain DDP does.
+    """
+    trainer = config.get("trainer") or {}
+    if not trainer.get("sync_batchnorm"):
+        return
+    accelerator = str(trainer.get("accelerator") or "auto").lower()
+    if accelerator == "cpu" or (accelerator == "auto" and not torch.cuda.is_available()):
+        log.warning(
+            "trainer.sync_batchnorm=true but the processes run on CPU, where SyncBatchNorm is not available: turned"
+            " SyncBatchNorm off (each process normalises with its own batch's statistics)"
+        )
+        trainer.sync_batchnorm = False
+
+
+def drop_progress_bar_when_disabled(config) -> None:
+    """``--trainer.enable_progress_bar false`` removes the progress bar callback the default config lists.
+
+    Lightning refuses a progress bar callback beside ``enable_progress_bar=False``; the flag is what the user
+    just typed, so it wins over the default config's ``TQDMProgressBar`` (there only to set its refresh rate).
+    """
+    trainer = config.get("trainer") or {}
+    if trainer.get("enable_progress_bar") is not False or not trainer.get("callbacks"):
+        return
+    kept = [c for c in trainer.callbacks if not str(_class_path(c)).endswith("ProgressBar")]
+    if len(kept) != len(trainer.callbacks):
+        trainer.callbacks = kept
+
+
+def _class_path(callback) -> str:
+    """A callback entry's ``class_path`` (a config Namespace or dict), or the class name of an instance."""
+    if isinstance(callback, dict):
+        return callback.get("class_path", "")
+    return getattr(callback, "class_path", None) or type(callback).__name__
+
+
+def num_classes_of(datamodule) -> int:
+    """``data.num_classes``, linked into ``model.num_classes``; data with fewer than two classes is the data's error.
+
+    Raises:
+        UsageError: Naming the data's folder (or source) and its one class, not a model setting the user never set.
+    """
+    n = int(datamodule.num_classes)
+    if n >= 2:
+        return n
+    source = getattr(datamodule, "root", None) or getattr(datamodule, "labels", None) or type(datamodule).__name__
+    names = list(getattr(datamodule, "class_names", None) or [])
+    raise UsageError(
+        f"'{source}' has {n} class{'' if n == 1 else 'es'} {names}: a classifier needs at least 2 (one folder per"
+        " class, each holding that class's images)"
+    )
+
+
+def check_checkpoint_file(ckpt_path: str | os.PathLike | None) -> dict | None:
+    """The ``--ckpt_path`` checkpoint, read with ``weights_only=True`` (tensors memory-mapped), or ``None`` when
+    there is no file to check (``best``, ``last``, a URL).
+
+    Runs before LightningCLI reads the checkpoint's hyper-parameters: Lightning would answer a text file with
+    ``KeyError``, and a code-running pickle with torch's advice to load it with ``weights_only=False``.
+
+    Raises:
+        UsageError: The path does not exist.
+        CheckpointError: The file is not a torch file, could run code, or is not a Lightning checkpoint.
+    """
+    if ckpt_path is None or str(ckpt_path) in LIGHTNING_CKPT_NAMES or "://" in str(ckpt_path):
+        return None
+    path = Path(ckpt_path)
+    if not path.is_file():
+        raise UsageError(f"--ckpt_path '{path}' does not exist" + (" (it is a folder)" if path.is_dir() else ""))
+    checkpoint = load_torch_file(path, mmap=True)
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
+        found = sorted(map(str, checkpoint))[:8] if isinstance(checkpoint, dict) else type(checkpoint).__name__
+        raise CheckpointError(
+            f"--ckpt_path '{path}' is not a Lightning checkpoint (a dict with 'state_dict'); found {found}. For"
+            " weights.pt or a state_dict use model.init_from"
+        )
+    return checkpoint
+
+
+def check_checkpoint_fits(ckpt_path: str | os.PathLike | None, model: nn.Module) -> None:
+    """Before ``fit --ckpt_path`` / ``validate`` / ``test`` / ``predict`` loads a checkpoint into ``model``: its
+    weights fit key for key (a 10-class checkpoint on 5-class data is a sentence, not a size mismatch).
+
+    Raises:
+        UsageError / CheckpointError: As :func:`check_checkpoint_file`, or naming the classes or keys that differ.
+    """
+    checkpoint = check_checkpoint_file(ckpt_path)
+    if checkpoint is None:
+        return
+    path = Path(ckpt_path)
+    state, expected = uncompiled_keys(checkpoint["state_dict"]), uncompiled_keys(model.state_dict())
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    mismatched = [
+        f"{k}: file {tuple(state[k].shape)} vs model {tuple(v.shape)}"
+        for k, v in expected.items()
+        if k in state and tuple(state[k].shape) != tuple(v.shape)
+    ]
+    hparams = checkpoint.get("hyper_parameters") or {}
+    theirs, ours = hparams.get("num_classes"), getattr(model, "hparams", {}).get("num_classes")
+    if theirs is not None and ours is not None and theirs != ours:
+        raise CheckpointError(
+            f"--ckpt_path '{path}' was trained on {theirs} classes {list(hparams.get('class_names') or [])}, but the"
+            f" data here has {ours} {list(model.hparams.get('class_names') or [])}. Use it with data of the same"
+            " classes, or start a new fit from it with model.init_from (the head is then replaced)"
+        )
+    if missing or unexpected or mismatched:
+        shown = [f"shape {m}" for m in mismatched] + [f"missing {k}" for k in missing]
+        shown += [f"unexpected {k}" for k in unexpected]
+        trained = f" (trained with backbone {hparams['backbone']!r})" if "backbone" in hparams else ""
+        raise CheckpointError(
+            f"--ckpt_path '{path}'{trained} does not fit this model: {', '.join(shown[:6])}"
+            f"{f', ... ({len(shown)} in all)' if len(shown) > 6 else ''}. Set model.backbone (and backbone_kwargs)"
+            " as in the run that saved it"
+        )

@@ -1,0 +1,256 @@
+"""The input/output contract of an exported model, written as ``model.json`` beside every export.
+
+Torch-free (numpy + Pillow via :mod:`litstarter._engine.images.preprocess`): a client on a box without torch, or in another
+language, needs only an artifact and this JSON to classify an image exactly as training saw it:
+
+1. decode the file, apply its EXIF orientation, convert to ``color_mode`` (``L`` or ``RGB``; transparency
+   composited onto white);
+2. resize (bilinear, aspect kept) so that it covers ``resize_size``, then centre-crop ``resize_size``: the
+   size the training data was stored at;
+3. centre-crop ``image_size`` (the eval view of training);
+4. feed ``(N, C, H, W)`` ``uint8`` values 0..255 as input ``input``; normalisation by ``mean``/``std`` happens
+   inside the graph;
+5. read ``logits`` ``(N, num_classes)``; softmax gives probabilities in ``class_names`` order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from litstarter._engine.errors import BadInputError
+from litstarter._engine.images.preprocess import as_size, center_crop_array, load_image
+
+#: The sidecar file name, beside the artifacts in an export folder.
+SIDECAR_NAME = "model.json"
+#: Key under which ONNX ``metadata_props`` (and TorchScript / pt2 extra files) embed the same JSON.
+EMBEDDED_KEY = "litstarter.extras.deploy.contract"
+FORMAT = "litstarter-model-contract"
+VERSION = 1
+
+
+PREPROCESSING_STEPS = [
+    "decode the file and apply its EXIF orientation",
+    "convert to color_mode (L = 8-bit grayscale, RGB); transparent pixels are composited onto white",
+    "resize with bilinear filtering, aspect ratio kept, so the image covers resize_size; centre-crop resize_size",
+    "centre-crop image_size (top = (H - h) // 2, left = (W - w) // 2)",
+    "stack to (N, C, H, W) uint8 with values 0..255; do not normalise, the graph applies mean/std",
+]
+
+
+class ContractError(BadInputError, ValueError):
+    """A missing or malformed contract; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class ModelContract:
+    """What a model takes and returns.
+
+    Args:
+        class_names: Class names in logit order.
+        channels: Image channels: 1 (grayscale) or 3 (RGB).
+        image_size: ``(height, width)`` the model takes.
+        resize_size: ``(height, width)`` files are resized and centre-cropped to before the final centre crop to
+            ``image_size``: the size the data module stored training images at (for the 8x8 digits it equals
+            ``image_size``; for an image folder it is the larger cache size).
+        mean: Per-channel mean on the 0..1 scale, applied inside the graph.
+        std: Per-channel std on the 0..1 scale, applied inside the graph.
+        architecture: The network's shape (``backbone``, ``backbone_kwargs``, ``num_classes``, ``in_channels``,
+            ``dropout``), so that ``weights.pt`` can be loaded into a rebuilt model, and ``image_size``, the size
+            it was trained at (checked against ``preprocessing.image_size`` when a model is opened).
+        input_name: Name of the graph input.
+        output_name: Name of the graph output.
+    """
+
+    class_names: list[str]
+    channels: int
+    image_size: tuple[int, int]
+    resize_size: tuple[int, int]
+    mean: list[float]
+    std: list[float]
+    architecture: dict = field(default_factory=dict)
+    input_name: str = "input"
+    output_name: str = "logits"
+
+    def __post_init__(self) -> None:
+        if self.channels not in (1, 3):
+            raise ContractError(f"channels must be 1 or 3, got {self.channels}")
+        if len(self.mean) != self.channels or len(self.std) != self.channels:
+            raise ContractError(f"mean/std need {self.channels} values each, got {self.mean} / {self.std}")
+        if len(self.class_names) < 2:
+            raise ContractError(f"class_names needs at least 2 names, got {self.class_names}")
+        rh, rw = self.resize_size
+        h, w = self.image_size
+        if rh < h or rw < w:
+            raise ContractError(
+                f"resize_size {list(self.resize_size)} is smaller than image_size {list(self.image_size)}"
+            )
+
+    @property
+    def num_classes(self) -> int:
+        """Number of classes (logits)."""
+        return len(self.class_names)
+
+    @property
+    def color_mode(self) -> str:
+        """The Pillow mode images are converted to: ``L`` or ``RGB``."""
+        return "L" if self.channels == 1 else "RGB"
+
+    def load_image(self, path: str | os.PathLike | BinaryIO, max_pixels: int | None = None) -> np.ndarray:
+        """Decode one file into the model's input: ``(C, H, W)`` uint8, exactly the eval view of training.
+
+        Args:
+            path: The image file, or a binary file object holding its bytes.
+            max_pixels: Refuse larger images (:class:`~litstarter._engine.images.preprocess.ImageTooLarge`) before decoding them.
+
+        Raises:
+            OSError / ValueError: If the file cannot be decoded.
+        """
+        image = load_image(path, self.channels, self.resize_size, max_pixels)
+        return center_crop_array(image, self.image_size)
+
+    def to_dict(self) -> dict:
+        """The JSON-ready form written to ``model.json``."""
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "class_names": list(self.class_names),
+            "num_classes": self.num_classes,
+            "input": {
+                "name": self.input_name,
+                "dtype": "uint8",
+                "layout": "NCHW",
+                "shape": ["batch", self.channels, *self.image_size],
+                "value_range": [0, 255],
+            },
+            "preprocessing": {
+                "color_mode": self.color_mode,
+                "resize_size": list(self.resize_size),
+                "resample": "bilinear",
+                "image_size": list(self.image_size),
+                "steps": PREPROCESSING_STEPS,
+            },
+            "normalization": {
+                "mean": list(self.mean),
+                "std": list(self.std),
+                "scale": "0..1; the graph computes (x - 255 * mean) / (255 * std)",
+                "applied_in_graph": True,
+            },
+            "output": {
+                "name": self.output_name,
+                "shape": ["batch", self.num_classes],
+                "kind": "logits; apply softmax for probabilities",
+            },
+            "architecture": dict(self.architecture),
+        }
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as compact JSON (what artifacts embed)."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping, source: str = "contract") -> ModelContract:
+        """Parse :meth:`to_dict`'s form (extra keys such as ``artifacts`` are ignored).
+
+        Raises:
+            ContractError: Starting with ``source``, naming the missing or bad key or value.
+        """
+        if data.get("format") != FORMAT:
+            raise ContractError(f"{source}: 'format' is {data.get('format')!r}, expected {FORMAT!r}")
+        if data.get("version") != VERSION:
+            raise ContractError(f"{source}: 'version' is {data.get('version')!r}; this litstarter reads {VERSION}")
+        try:
+            return cls(
+                class_names=[str(n) for n in data["class_names"]],
+                channels=int(data["input"]["shape"][1]),
+                image_size=as_size(data["preprocessing"]["image_size"]),
+                resize_size=as_size(data["preprocessing"]["resize_size"]),
+                mean=[float(v) for v in data["normalization"]["mean"]],
+                std=[float(v) for v in data["normalization"]["std"]],
+                architecture=dict(data.get("architecture") or {}),
+                input_name=str(data["input"]["name"]),
+                output_name=str(data["output"]["name"]),
+            )
+        except (KeyError, IndexError, TypeError) as err:
+            raise ContractError(f"{source}: missing or malformed key {err}") from None
+        except ValueError as err:  # a bad value: ContractError from __post_init__, or a bad size or number
+            raise ContractError(f"{source}: {err}") from None
+
+    @classmethod
+    def from_json(cls, text: str | bytes, source: str = "contract") -> ModelContract:
+        """Parse JSON text; errors name ``source``."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ContractError(f"{source} is not valid JSON: {err}") from None
+        if not isinstance(data, dict):
+            raise ContractError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        return cls.from_dict(data, source)
+
+    @classmethod
+    def from_hparams(
+        cls,
+        hparams: Mapping,
+        mean: Sequence[float],
+        std: Sequence[float],
+        resize_size: Sequence[int] | None = None,
+        architecture: Mapping | None = None,
+    ) -> ModelContract:
+        """The contract of a checkpoint, from ``ImageClassifier``'s hyper-parameters and normalisation buffers.
+
+        Args:
+            hparams: The checkpoint's ``hyper_parameters``.
+            mean: Per-channel mean on the 0..1 scale (the network's buffer / 255).
+            std: Per-channel std on the 0..1 scale.
+            resize_size: Overrides ``hparams["resize_size"]`` (e.g. the size the data module really stores).
+            architecture: What rebuilds the network (``litstarter.models.classifier.architecture_of(hparams)``);
+                without it ``weights.pt`` cannot be loaded from this contract.
+
+        Raises:
+            ContractError: If the size images were stored at is unknown (a checkpoint from before
+                ``resize_size`` was recorded, and no ``resize_size`` given). ``resize_size: null`` means image_size.
+        """
+        image_size = as_size(hparams["image_size"])
+        stored = resize_size if resize_size is not None else recorded_resize_size(hparams)
+        if stored is None:  # ImageClassifier(resize_size=None): stored as is, at image_size
+            stored = image_size
+        if stored == "unrecorded":
+            raise ContractError(
+                "the checkpoint does not record model.resize_size (the size training images were stored at), so "
+                "the preprocessing cannot be reproduced; export it with `litstarter export`, which reads the size "
+                "from the data module, and run on the export"
+            )
+        num_classes = int(hparams["num_classes"])
+        names = hparams.get("class_names") or [str(i) for i in range(num_classes)]
+        return cls(
+            class_names=[str(n) for n in names],
+            channels=int(hparams["in_channels"]),
+            image_size=image_size,
+            resize_size=as_size(stored),
+            mean=[float(v) for v in mean],
+            std=[float(v) for v in std],
+            # The size it was trained at travels with the architecture: an edited image_size is then caught.
+            architecture={**architecture, "image_size": list(image_size)} if architecture else {},
+        )
+
+
+def recorded_resize_size(hparams: Mapping) -> tuple[int, int] | None | str:
+    """``model.resize_size`` of a checkpoint's hyper-parameters; ``"unrecorded"`` if it has none.
+
+    Checkpoints made before the size had one name record it as ``cache_size``; it is read from there too.
+    """
+    return hparams.get("resize_size", hparams.get("cache_size", "unrecorded"))
+
+
+def read_sidecar(model_path: str | os.PathLike) -> ModelContract | None:
+    """The ``model.json`` beside ``model_path``, or ``None`` if there is none."""
+    sidecar = Path(model_path).parent / SIDECAR_NAME
+    if not sidecar.is_file():
+        return None
+    return ModelContract.from_json(sidecar.read_text(), source=str(sidecar))

@@ -1,0 +1,288 @@
+"""``litstarter export``: a checkpoint -> weights.pt, TorchScript, torch.export, ONNX and INT8 ONNX, each verified.
+
+Usage::
+
+    litstarter export --ckpt_path runs/digits/version_0/checkpoints/last.ckpt [--formats onnx int8] [--out DIR]
+
+Every artifact is written under a temporary name, loaded back in its own runtime (through the same
+:func:`litstarter.extras.deploy.backends.open_model` that ``infer`` uses), run on a seeded, class-stratified sample of the
+test split at batch sizes 1 and 32 and compared with the eager model in eval mode. Only artifacts within
+tolerance are kept; one whose exporter or runtime raises is rejected with its error. The figures go to
+``export_report.json`` and a printed table, and any rejection exits 1 naming the artifact and the figure or
+error. ``model.json`` (the input contract, see :mod:`litstarter.extras.deploy.contract`) is written beside the artifacts,
+and the ONNX, TorchScript and pt2 files embed the same JSON. The export is built in a staging folder beside
+``--out`` and replaces the folder's export only once complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import torch
+
+import litstarter
+from litstarter._engine.atomic_io import atomic_write, write_json
+from litstarter._engine.errors import UsageError, run_reporting
+from litstarter.extras.deploy.backends import open_model
+from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
+from litstarter.extras.deploy.contract import SIDECAR_NAME, ModelContract
+from litstarter.extras.deploy.export_data import ExportData, ExportError, load_export_data
+from litstarter.extras.deploy.export_folder import (
+    ARTIFACT_NAMES,
+    FORMATS,
+    REPORT_NAME,
+    check_out_dir,
+    make_staging,
+    replace_export,
+    run_folder,
+)
+from litstarter.extras.deploy.quantize import quantize_int8
+from litstarter.extras.deploy.verify import ArtifactRejected, Tolerances, compare, format_report, run_batches
+from litstarter.extras.deploy.writers import write_exported, write_onnx, write_torchscript, write_weights
+from litstarter.models import Classifier
+from litstarter.models.classifier import architecture_of
+
+
+@dataclass
+class ExportJob:
+    """One export under way: the eager network, its contract, the verification images and the eager reference.
+
+    Args:
+        net: The eager network in eval mode.
+        contract: The model contract every artifact embeds.
+        data: Verification and calibration images.
+        staging: The folder the artifacts are written to before they move into ``--out``.
+        opset: ONNX opset.
+        tolerances: What each artifact must meet.
+    """
+
+    net: Classifier
+    contract: ModelContract
+    data: ExportData
+    staging: Path
+    opset: int = 18
+    tolerances: Tolerances = field(default_factory=Tolerances)
+    #: Artifacts kept so far: file name -> what its writer reported.
+    artifacts: dict[str, dict] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.batch_sizes = {32: self.data.test_images, 1: self.data.test_images[:64]}
+        self.reference = {b: run_batches(self.net, images, b) for b, images in self.batch_sizes.items()}
+        self.eager_accuracy = float((self.reference[32].argmax(1) == self.data.test_labels).mean())
+        self.example = torch.from_numpy(self.data.test_images[:2].copy())  # 2: a batch of 1 would fix the dim
+
+    def write(self, fmt: str, path: Path) -> dict:
+        """Write format ``fmt`` to ``path``; returns what the writer reports."""
+        if fmt == "onnx":
+            return write_onnx(self.net, path, self.contract, self.example, self.opset)
+        if fmt == "int8":
+            # The model.onnx verified before this; without one (not asked for, or rejected), a fresh fp32 export.
+            fp32 = self.staging / ("model.onnx" if "model.onnx" in self.artifacts else ".fp32.onnx")
+            if not fp32.exists():
+                write_onnx(self.net, fp32, self.contract, self.example, self.opset)
+            return quantize_int8(fp32, path, self.data.calibration_images, self.contract)
+        writer = {"weights": write_weights, "ts": write_torchscript, "pt2": write_exported}[fmt]
+        return writer(self.net, path, self.contract, self.example)
+
+    def verify(self, fmt: str, path: Path) -> dict:
+        """Load ``path`` back in its runtime, run the verification batches and compare with the eager model.
+
+        Raises:
+            ArtifactRejected: If the figures miss the tolerances.
+        """
+        name, kind = FORMATS[fmt]
+        backend = open_model(path, kind=kind, contract=self.contract, trust_model=True)  # made just now, by us
+        outputs = {b: run_batches(backend, images, b) for b, images in self.batch_sizes.items()}
+        figures = compare(name, outputs, self.reference, self.data.test_labels, fmt == "int8", self.tolerances)
+        figures["runtime"] = backend.runtime
+        if not figures["passed"]:
+            raise ArtifactRejected(figures)  # atomic_write removes the temporary file
+        return figures
+
+    def write_and_verify(self, fmt: str, info: dict, path: Path) -> None:
+        """:meth:`write` then :meth:`verify`; fills ``info`` with the writer's report and the figures."""
+        info.update(self.write(fmt, path))
+        info["figures"] = self.verify(fmt, path)
+
+    def export(self, fmt: str) -> dict:
+        """Write, verify and keep (or reject) one format in the staging folder; returns its figures."""
+        name = FORMATS[fmt][0]
+        started = time.perf_counter()
+        info: dict = {}
+        try:
+            atomic_write(self.staging / name, partial(self.write_and_verify, fmt, info))
+            figures = info.pop("figures")
+            self.artifacts[name] = info
+        except ArtifactRejected as rejected:
+            figures = rejected.figures
+        except Exception as err:  # the exporter or the runtime failed on this model: reject this artifact only
+            error = f"{type(err).__name__}: {err}"
+            figures = {"passed": False, "error": error, "failures": [f"{name}: export failed: {error}"]}
+        figures["seconds"] = round(time.perf_counter() - started, 2)
+        if "quantization" in info:
+            figures["quantization"] = info["quantization"]
+        return figures
+
+    def report(self, results: dict[str, dict], source: dict, out: Path) -> dict:
+        """The export report: source, eager accuracy, what was verified on, tolerances and every artifact's figures."""
+        tolerances = self.tolerances
+        return {
+            "source": source,
+            "out": str(out),
+            "eager": {"accuracy": self.eager_accuracy, "runtime": f"torch {torch.__version__}"},
+            "verification": {
+                "split": self.data.split,
+                "samples": int(len(self.data.test_images)),
+                "batch_sizes": {str(b): int(len(images)) for b, images in self.batch_sizes.items()},
+            },
+            "tolerances": {
+                "fp32": {"rtol": tolerances.rtol, "atol": tolerances.atol, "top1_agreement": 1.0},
+                "int8": {"max_accuracy_drop": tolerances.int8_max_accuracy_drop},
+            },
+            "artifacts": results,
+            "removed_stale": sorted(n for n in ARTIFACT_NAMES if n not in self.artifacts and (out / n).exists()),
+            "passed": all(r["passed"] for r in results.values()),
+        }
+
+
+def export_checkpoint(
+    ckpt_path: str | os.PathLike,
+    out: str | os.PathLike | None = None,
+    formats: Sequence[str] = tuple(FORMATS),
+    overwrite: bool = False,
+    config: str | os.PathLike | None = None,
+    opset: int = 18,
+    calibration_images: int = 300,
+    verify_samples: int = 512,
+    tolerances: Tolerances = Tolerances(),
+    trust_model: bool = False,
+) -> dict:
+    """Export, verify and report; the returned report (also ``export_report.json``) says which artifacts passed.
+
+    Args:
+        ckpt_path: The Lightning checkpoint; loaded with ``weights_only=True``.
+        out: Output folder; ``None`` means ``<run>/export``, where the run is the folder above ``checkpoints/``
+            for ``<run>/checkpoints/x.ckpt`` and otherwise the checkpoint's own folder.
+        formats: Keys of :data:`FORMATS` to produce.
+        overwrite: Replace an export already in ``out`` (as a whole: stale artifacts are removed).
+        config: The run's ``config.yaml``, whose data module provides test and calibration images;
+            ``None`` means ``<run>/config.yaml`` (the run as for ``out``).
+        opset: ONNX opset (18 or newer).
+        calibration_images: Train images to calibrate INT8 with (a seeded sample, stratified by class).
+        verify_samples: Test images to verify on at batch size 32 (the first 64 also at batch size 1); a seeded
+            sample, stratified by class.
+        tolerances: What each artifact must meet.
+        trust_model: Export a checkpoint whose backbone class lives outside litstarter (loading it imports and runs
+            that class's module).
+
+    Raises:
+        FileNotFoundError: If the checkpoint does not exist.
+        ValueError: (``CheckpointError``, ``ExportError``) for a refused checkpoint, an existing export without
+            ``overwrite``, or a config whose data does not match the checkpoint.
+    """
+    ckpt_path = Path(ckpt_path)
+    if not formats or any(f not in FORMATS for f in formats):
+        raise ExportError(f"--formats {list(formats)}: expected some of {list(FORMATS)}")
+    net, hparams = classifier_from_checkpoint(ckpt_path, trust_model=trust_model)
+    out = Path(out) if out is not None else run_folder(ckpt_path) / "export"
+    check_out_dir(out, overwrite)
+    config_path = Path(config) if config is not None else run_folder(ckpt_path) / "config.yaml"
+    data = load_export_data(config_path, hparams, verify_samples, calibration_images)
+    contract = ModelContract.from_hparams(
+        hparams, *net.normalization(), resize_size=data.resize_size, architecture=architecture_of(hparams)
+    )
+    source = {"checkpoint": str(ckpt_path), "config": str(config_path)}
+    source |= {"litstarter": litstarter.__version__, "torch": torch.__version__}
+    staging = make_staging(out)  # built beside `out`, moved in once complete (see replace_export)
+    try:
+        job = ExportJob(net, contract, data, staging, opset, tolerances)
+        # In FORMATS order: onnx before int8, which quantizes the model.onnx verified before it.
+        results = {FORMATS[fmt][0]: job.export(fmt) for fmt in FORMATS if fmt in formats}
+        write_json(staging / SIDECAR_NAME, {**contract.to_dict(), "artifacts": job.artifacts, "source": source})
+        report = job.report(results, source, out)
+        write_json(staging / REPORT_NAME, report)
+        replace_export(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``litstarter export`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="litstarter export",
+        description="Export a checkpoint to verified deployment artifacts, with a model.json input contract.",
+    )
+    parser.add_argument("--ckpt_path", required=True, help="The Lightning checkpoint (.ckpt) to export.")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="Output folder; default: <run>/export beside checkpoints/ (or beside the checkpoint if it is "
+        "not in a checkpoints/ folder).",
+    )
+    parser.add_argument(
+        "--formats",
+        nargs="+",
+        default=list(FORMATS),
+        choices=list(FORMATS),
+        help="Which artifacts: weights (weights.pt), ts (model.ts), pt2 (model.pt2), onnx (model.onnx), "
+        "int8 (model.int8.onnx). Default: all.",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="Replace an export already in --out.")
+    parser.add_argument(
+        "--config",
+        default=None,
+        help="The run's config.yaml (for its data); default: <run>/config.yaml, the run found as for --out.",
+    )
+    parser.add_argument(
+        "--trust_model",
+        action="store_true",
+        help="Export a checkpoint whose backbone is your own class (outside litstarter): loading it imports and "
+        "runs that class's module, so only for code you trust.",
+    )
+    parser.add_argument("--opset", type=int, default=18, help="ONNX opset (18 or newer).")
+    parser.add_argument("--calibration_images", type=int, default=300, help="Train images to calibrate INT8 with.")
+    parser.add_argument("--verify_samples", type=int, default=512, help="Test images to verify every artifact on.")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``litstarter export``; returns 0, 1 if an artifact was rejected (failed verification, or its exporter
+    or runtime failed) or the checkpoint is unusable, 2 for bad arguments or paths (see :mod:`litstarter._engine.errors`)."""
+    return run_reporting("export", lambda: _run(argv))
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.opset < 18:
+        raise UsageError(f"--opset must be 18 or newer, got {args.opset}")
+    report = export_checkpoint(
+        args.ckpt_path,
+        args.out,
+        args.formats,
+        args.overwrite,
+        args.config,
+        args.opset,
+        args.calibration_images,
+        args.verify_samples,
+        trust_model=args.trust_model,
+    )
+    print(format_report(report))
+    print(
+        f"wrote {', '.join(n for n, r in report['artifacts'].items() if r['passed'])}, {SIDECAR_NAME} and "
+        f"{REPORT_NAME} to {report['out']}"
+    )
+    if not report["passed"]:
+        for r in report["artifacts"].values():
+            for failure in r["failures"]:
+                print(f"litstarter export: rejected {failure}", file=sys.stderr)
+        return 1
+    return 0

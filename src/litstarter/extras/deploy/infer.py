@@ -1,0 +1,232 @@
+"""``litstarter infer``: classify image files with any artifact (checkpoint, weights, TorchScript, pt2, ONNX).
+
+Usage::
+
+    litstarter infer --model runs/digits/version_0/export/model.onnx --input images/ --output preds.csv --topk 3
+
+Each file is preprocessed exactly as training's eval view (read from the model's contract), inputs are
+batched, and one CSV row is written per file. A file that cannot be decoded gets a row with its ``error``
+and the rest are still predicted; the exit status is then 1. Torch-free at import time: with an ``.onnx``
+model this command never imports torch or Lightning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from litstarter._engine.atomic_io import atomic_write, unwritable_reason
+from litstarter._engine.errors import UsageError, run_reporting
+from litstarter._engine.images.listing import Walker, file_problem, shown
+
+if TYPE_CHECKING:  # numpy and the backends load when files are predicted: `infer --help` answers without them
+    import numpy as np
+
+    from litstarter.extras.deploy.backends import Backend
+
+
+@dataclass
+class Prediction:
+    """The outcome for one input file: the top-k ``(class name, probability)`` pairs, or an error."""
+
+    file: str
+    topk: list[tuple[str, float]]
+    error: str = ""
+
+
+def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int, list[str]]:
+    """Expand files and folders (recursively, sorted) into input files.
+
+    Returns the files, the hidden files and folders skipped, and notes on folder links not followed and files
+    met twice (see :mod:`litstarter._engine.images.listing`: each real folder and file once). Every visible file is an input,
+    whatever its extension or name, and so is a dangling link or a link loop: one that can't be read gets a
+    row with the reason rather than being dropped. Hidden files and folders (``.DS_Store``,
+    ``.ipynb_checkpoints/``) are skipped and counted.
+
+    Raises:
+        FileNotFoundError: If a path does not exist.
+        ValueError: If a folder holds no visible files.
+    """
+    files: list[Path] = []
+    hidden = 0
+    notes = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            walker = Walker(path)
+            found = walker.files(path)
+            hidden += walker.hidden
+            if walker.report():
+                notes.append(f"{shown(path)}: {walker.report()}")
+            if not found:
+                raise UsageError(f"--input folder {shown(path)} holds no (visible) files")
+            files.extend(f.path for f in found)
+        elif os.path.lexists(path):  # a file, or a dangling link / link loop reported in its row
+            files.append(path)
+        else:
+            raise UsageError(f"--input not found: {shown(path)}")
+    return files, hidden, notes
+
+
+def check_output(output: str | os.PathLike, inputs: Sequence[Path]) -> None:
+    """Refuse an ``--output`` that would destroy an input, cannot be a file, or cannot be written; before any work.
+
+    Raises:
+        UsageError: Saying which: one of the inputs, a folder, or not writable (naming the folder).
+    """
+    path = Path(output)
+    if path.is_dir():
+        raise UsageError(f"--output '{path}' is a folder; give the CSV file to write, e.g. {path / 'predictions.csv'}")
+    if path.exists() and any(_same_file(path, p) for p in inputs):
+        raise UsageError(f"--output '{path}' is one of the input files; writing the CSV would overwrite it")
+    folder, reason = unwritable_reason(path.parent)  # atomic_write creates the missing folders
+    if reason:
+        raise UsageError(f"--output '{path}' cannot be written: folder '{folder}': {reason}")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax in float64 (stable for large logits)."""
+    import numpy as np
+
+    z = logits.astype(np.float64) - logits.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def predict_files(backend: Backend, files: Sequence[Path], batch_size: int = 32, topk: int = 3) -> Iterator[Prediction]:
+    """Yield one :class:`Prediction` per file, in order; undecodable files yield their error instead.
+
+    Args:
+        backend: The loaded model.
+        files: Image files.
+        batch_size: Images per forward pass.
+        topk: How many classes to keep per image (capped at the number of classes).
+    """
+    import numpy as np
+
+    contract = backend.contract
+    k = min(topk, contract.num_classes)
+    pending: list[tuple[Path, np.ndarray | None, str]] = []
+
+    def flush() -> Iterator[Prediction]:
+        good = [image for _, image, _ in pending if image is not None]
+        probs = iter(softmax(backend(np.stack(good)))) if good else iter(())
+        for path, image, error in pending:
+            if image is None:
+                yield Prediction(shown(path), [], shown(error))
+                continue
+            p = next(probs)
+            order = np.argsort(-p, kind="stable")[:k]
+            yield Prediction(shown(path), [(contract.class_names[i], float(p[i])) for i in order])
+        pending.clear()
+
+    for path in files:
+        problem = file_problem(path)  # a dangling link, a link loop, a folder
+        if problem:
+            pending.append((path, None, problem))
+            continue
+        try:
+            pending.append((path, contract.load_image(path), ""))
+        except Exception as err:  # any decode failure is reported per file, never fatal
+            pending.append((path, None, f"{type(err).__name__}: {err}"))
+        if sum(image is not None for _, image, _ in pending) >= batch_size:
+            yield from flush()
+    if pending:
+        yield from flush()
+
+
+def csv_header(topk: int) -> list[str]:
+    """``file, pred, prob, top1, top1_prob, ..., error``."""
+    columns = ["file", "pred", "prob"]
+    for i in range(1, topk + 1):
+        columns += [f"top{i}", f"top{i}_prob"]
+    return [*columns, "error"]
+
+
+def write_predictions(path: str | os.PathLike, predictions: Sequence[Prediction], topk: int) -> Path:
+    """Write the CSV (UTF-8) atomically; a failed file has empty prediction cells and its ``error``."""
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(csv_header(topk))
+            for pred in predictions:
+                cells = [pred.file]
+                if pred.topk:
+                    cells += [pred.topk[0][0], f"{pred.topk[0][1]:.6f}"]
+                else:
+                    cells += ["", ""]
+                for i in range(topk):
+                    cells += [pred.topk[i][0], f"{pred.topk[i][1]:.6f}"] if i < len(pred.topk) else ["", ""]
+                writer.writerow([*cells, pred.error])
+
+    return atomic_write(path, write)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``litstarter infer`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="litstarter infer",
+        description="Classify image files with a checkpoint or an exported model; one CSV row per file.",
+    )
+    parser.add_argument("--model", required=True, help="A .ckpt, weights.pt, model.ts, model.pt2 or .onnx file.")
+    parser.add_argument("--input", required=True, nargs="+", help="Image files and/or folders (searched recursively).")
+    parser.add_argument("--output", required=True, help="CSV to write (file, pred, prob, top-k, error).")
+    parser.add_argument("--topk", type=int, default=3, help="Classes (with probabilities) per row.")
+    parser.add_argument("--batch_size", type=int, default=32, help="Images per forward pass.")
+    parser.add_argument("--num_threads", type=int, default=None, help="Intra-op threads; default: the runtime's.")
+    parser.add_argument(
+        "--trust_model",
+        action="store_true",
+        help="Also load formats that can run code: TorchScript (.ts), a .pt2 holding anything beyond plain "
+        "tensors and aten calls, and a .ckpt or weights.pt whose backbone is a class outside litstarter (loading it "
+        "imports that module). Only for files you made yourself.",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``litstarter infer``; returns 0, 1 if any file failed or the model file is unusable, 2 for bad arguments
+    or paths (see :mod:`litstarter._engine.errors`)."""
+    return run_reporting("infer", lambda: _run(argv))
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.topk < 1 or args.batch_size < 1:
+        raise UsageError(f"--topk and --batch_size must be >= 1, got {args.topk}, {args.batch_size}")
+    files, hidden, notes = list_inputs(args.input)
+    check_output(args.output, files)
+    from litstarter.extras.deploy.backends import open_model
+
+    backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
+    topk = min(args.topk, backend.contract.num_classes)
+    predictions = list(predict_files(backend, files, args.batch_size, topk))
+    write_predictions(args.output, predictions, topk)
+    failed = [p for p in predictions if p.error]
+    for pred in failed:
+        print(f"litstarter infer: {pred.file}: {pred.error}", file=sys.stderr)
+    for line in notes:
+        print(f"litstarter infer: {line}", file=sys.stderr)
+    note = f"; skipped {hidden} hidden file(s)" if hidden else ""
+    print(
+        f"{len(predictions) - len(failed)} of {len(predictions)} file(s) predicted with {backend.path.name} "
+        f"({backend.runtime}) -> {args.output}{note}"
+    )
+    if failed:
+        print(f"litstarter infer: {len(failed)} file(s) could not be read (see the 'error' column)", file=sys.stderr)
+        return 1
+    return 0

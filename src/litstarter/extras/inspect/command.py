@@ -1,0 +1,171 @@
+"""``litstarter inspect``: what is in an image folder, before any training, from the image cache.
+
+    litstarter inspect --config configs/data/image_folder.yaml --data.root <folder> [--json]
+
+It takes ``fit``'s ``--config`` stack and ``--data.*`` options (others are ignored), lists and splits the
+folder exactly as ``fit`` does, and reads everything else from the cache manifest: per file, the original
+size and mode and a content hash, recorded when the cache was built (it builds the cache if missing, as
+``fit`` would, leaving bad files out so that it can list them). Nothing is decoded twice and there is no
+second copy. It never imports Lightning or torch.
+
+It reports the layout, images per class and split, the train split's imbalance ratio, image sizes (min,
+median, max) and modes, every bad file, every image found in more than one split (byte-identical files:
+a test score over them is not held-out), and the settings that follow from those figures.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+from collections import Counter
+
+from litstarter._engine.errors import UsageError
+from litstarter._engine.images.cache import ImageCache
+from litstarter._engine.images.channels import GREY_MODES
+from litstarter._engine.images.folder import CachedImageFolder
+from litstarter._engine.images.leakage import describe, find_leaks
+from litstarter._engine.images.listing import shown
+from litstarter._engine.images.splits import Listing
+from litstarter.extras.inspect.config_stack import build_folder, read_command_line
+
+#: Our own flags (everything else is fit's).
+OWN_FLAGS = frozenset({"json"})
+#: Above this train imbalance (largest class / smallest) a sampler or loss weights are suggested.
+IMBALANCE_LIMIT = 3.0
+
+
+def _spread(values: list[int]) -> dict:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)} if values else {}
+
+
+def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) -> dict:
+    """The figures of a cached folder, as plain JSON-able values (what ``--json`` prints)."""
+    names = folder.class_names
+    counts = {split: Counter(cache.column(split, "label")) for split in cache.splits}
+    train = [counts["train"][i] for i in range(len(names))]
+    widths, heights, modes = (
+        [v for split in cache.splits for v in cache.column(split, key)] for key in ("width", "height", "mode")
+    )
+    leaks = find_leaks(cache)
+    return {
+        "root": str(folder.root),
+        "layout": listing.layout,
+        "origins": listing.origins,
+        "listing_notes": listing.notes,
+        "cache": str(cache.folder),
+        "cache_reused": cache.reused,
+        "classes": names,
+        "images": {split: {names[i]: counts[split][i] for i in range(len(names))} for split in cache.splits},
+        "split_sizes": {split: len(cache.column(split, "path")) for split in cache.splits},
+        "imbalance_ratio": round(max(train) / min(train), 2) if min(train) > 0 else None,
+        "largest_class": names[train.index(max(train))],
+        "smallest_class": names[train.index(min(train))],
+        "sizes": {"width": _spread(widths), "height": _spread(heights)},
+        "modes": dict(Counter(modes).most_common()),
+        "bad_files": cache.skipped,
+        "leak_count": len(leaks),
+        "leaks": leaks,
+    }
+
+
+def suggest(report: dict, folder: CachedImageFolder, sampler: str, class_weights: object) -> list[dict]:
+    """Settings that follow from the figures: ``[{"option", "value", "why"}]``."""
+    found = []
+    ratio = report["imbalance_ratio"]
+    if ratio and ratio > IMBALANCE_LIMIT and sampler == "none" and class_weights is None:
+        why = (
+            f"the train split is imbalanced {ratio}:1 ({report['largest_class']} vs {report['smallest_class']});"
+            " or set model.class_weights: auto"
+        )
+        found.append({"option": "data.sampler", "value": "balanced", "why": why})
+    if report["modes"] and set(report["modes"]) <= GREY_MODES and folder.channels != 1:
+        found.append({"option": "data.channels", "value": 1, "why": "every image is greyscale"})
+    heights, widths = report["sizes"]["height"], report["sizes"]["width"]
+    if heights:
+        median_side = min(heights["median"], widths["median"])
+        size = min(folder.image_size)
+        if size > 1.25 * median_side or size < 0.25 * median_side:
+            value = max(8, int(median_side) // 8 * 8)
+            why = f"the median image is {widths['median']:g}x{heights['median']:g} px but data.image_size is {size}"
+            found.append({"option": "data.image_size", "value": value, "why": why})
+    if report["bad_files"] and folder.on_bad_file == "error":
+        found.append({"option": "data.on_bad_file", "value": "skip", "why": "or fix or remove the bad files"})
+    return found
+
+
+def render(report: dict) -> str:
+    """The report as a table for the terminal."""
+    splits = list(report["split_sizes"])
+    width = max(len("total"), *(len(c) for c in report["classes"]))
+    lines = [
+        f"layout  {report['layout']}",
+        "splits  " + ", ".join(f"{split}: {origin}" for split, origin in report["origins"].items()),
+        f"cache   {report['cache']} ({'reused' if report['cache_reused'] else 'built now'})",
+        "",
+        f"{'class':<{width}}" + "".join(f"{s:>8}" for s in splits),
+    ]
+    for name in report["classes"]:
+        lines.append(f"{name:<{width}}" + "".join(f"{report['images'][s][name]:>8}" for s in splits))
+    lines.append(f"{'total':<{width}}" + "".join(f"{report['split_sizes'][s]:>8}" for s in splits))
+    ratio = report["imbalance_ratio"]
+    lines.append(
+        f"imbalance (train): {ratio}:1 ({report['largest_class']} / {report['smallest_class']})"
+        if ratio
+        else "imbalance (train): a class has no train images"
+    )
+    w, h = report["sizes"]["width"], report["sizes"]["height"]
+    if w:
+        lines.append(
+            f"sizes (w x h): min {w['min']}x{h['min']}, median {w['median']:g}x{h['median']:g},"
+            f" max {w['max']}x{h['max']}"
+        )
+    if report["listing_notes"]:
+        lines.append(f"left out of the listing: {report['listing_notes']}")
+    lines.append("modes: " + ", ".join(f"{mode} {n}" for mode, n in report["modes"].items()))
+    lines += [f"bad files: {len(report['bad_files'])}"] + [
+        f"  {shown(b['path'])}: {b['reason']}" for b in report["bad_files"]
+    ]
+    lines.append(f"images in more than one split: {report['leak_count']}")
+    lines += [f"  {describe(leak)}" for leak in report["leaks"]]
+    lines.append("suggestions:" if report["suggestions"] else "suggestions: none")
+    lines += [f"  {s['option']}: {s['value']}  ({s['why']})" for s in report["suggestions"]]
+    return "\n".join(lines)
+
+
+USAGE = """usage: litstarter inspect [--config FILE ...] --data.root FOLDER [--data.KEY VALUE ...] [--json]
+
+Report an image folder without training: layout, images per class and split, imbalance, image sizes and
+modes, bad files, images in more than one split, and suggested settings. Takes fit's --config files and
+--data.* options (others are ignored), and uses (or builds) the same image cache as fit.
+
+  --json    print the report as JSON instead of a table
+"""
+
+
+def show_progress_lines() -> None:
+    """The cache's own lines (``channels: auto``, a build starting, why a cache is rebuilt) on stderr."""
+    logger = logging.getLogger("litstarter")
+    if not logger.handlers:
+        logger.addHandler(logging.StreamHandler())
+        logger.setLevel(logging.INFO)
+
+
+def main(argv: list[str]) -> int:
+    """``litstarter inspect``; returns the exit code (user errors raise ``litstarter._engine.errors.UserError``)."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    config = read_command_line(argv, OWN_FLAGS)
+    sampler = config.init_args.get("sampler", "none")
+    if sampler not in ("none", "weighted", "balanced"):  # the one loader option the report uses
+        raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
+    show_progress_lines()
+    folder = build_folder(config.init_args)
+    listing = folder.listing()
+    # Bad files are left out of the cache and listed, not fatal: reporting them is the point.
+    cache = folder.load_or_build(listing, on_bad_file="skip")
+    report = summarize(folder, listing, cache)
+    report["suggestions"] = suggest(report, folder, sampler, config.class_weights)
+    print(json.dumps(report, indent=2) if "json" in config.flags else render(report))
+    return 0

@@ -1,5 +1,0 @@
-"""``litstarter tune``: Optuna studies whose trials are ordinary ``litstarter fit`` runs (see ``command.py``)."""
-
-from litstarter.tune.command import main
-
-__all__ = ["main"]

@@ -1,0 +1,42 @@
+"""``litstarter serve`` run in this process, as the entry point runs it, for the end-to-end tests.
+
+Two things beyond the command itself:
+
+- after the server has stopped, it prints the heavy modules it imported and exits 3 if there are any, so that
+  serving an ONNX model is checked to be torch-free the way ``infer`` is (``sys.modules``, in the server process);
+- ``LITSTARTER_TEST_SLOW_WHITE=<seconds>`` is a fault on cue: a batch holding an all-white image takes that much
+  longer to predict, so that a test can hold requests in flight or run past a deadline.
+
+Usage: ``python -m tests.extras.serve.serve_process --model model.onnx --port 0 ...`` (the ``litstarter serve`` options).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from litstarter.__main__ import main
+
+
+def slow_down_white_images(seconds: float) -> None:
+    """Make every model call on a batch holding an all-white image ``seconds`` slower."""
+    from litstarter.extras.deploy.backends import Backend
+
+    call = Backend.__call__
+
+    def slow_call(self, images):  # images: (B, C, H, W) uint8
+        if (images == 255).reshape(len(images), -1).all(axis=1).any():
+            time.sleep(seconds)
+        return call(self, images)
+
+    Backend.__call__ = slow_call
+
+
+if __name__ == "__main__":
+    if os.environ.get("LITSTARTER_TEST_SLOW_WHITE"):
+        slow_down_white_images(float(os.environ["LITSTARTER_TEST_SLOW_WHITE"]))
+    rc = main(["serve", *sys.argv[1:]])
+    heavy = sorted(m for m in ("torch", "torchvision", "lightning", "pytorch_lightning") if m in sys.modules)
+    print(f"heavy modules imported: {heavy}", flush=True)
+    sys.exit(3 if heavy else rc)
