@@ -55,7 +55,7 @@ def test_bf16_falls_back_to_fp16_on_a_gpu_without_bf16(monkeypatch) -> None:
     import torch
     from jsonargparse import Namespace
 
-    from litstarter.cli import fall_back_to_fp16_without_bf16
+    from litstarter._engine.run.fallbacks import fall_back_to_fp16_without_bf16
 
     config = Namespace(trainer=Namespace(precision="bf16-mixed", accelerator="auto"))
     fall_back_to_fp16_without_bf16(config)

@@ -7,7 +7,7 @@ Two things beyond the command itself:
 - ``LITSTARTER_TEST_SLOW_WHITE=<seconds>`` is a fault on cue: a batch holding an all-white image takes that much
   longer to predict, so that a test can hold requests in flight or run past a deadline.
 
-Usage: ``python -m tests.extras.serve.serve_process --model model.onnx --port 0 ...`` (the ``litstarter serve`` options).
+Usage: ``python -m tests.extras.serve.serve_process --model model.onnx --port 0 ...`` (serve's options).
 """
 
 from __future__ import annotations

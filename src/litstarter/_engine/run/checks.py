@@ -1,7 +1,6 @@
 """Checks the CLI makes before a run does any work, so that a user's mistake is one sentence, not a traceback
 from deep inside Lightning halfway through: the accelerator asked for exists, the checkpoint given is one of
-ours and fits this model, the data has classes enough. And the quiet fallbacks for presets that cannot run
-as written here (SyncBatchNorm on CPU processes).
+ours and fits this model, the data module provides what the model is built from.
 """
 
 from __future__ import annotations
@@ -33,8 +32,8 @@ def check_accelerator_present(config) -> None:
     if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
         raise UsageError(
             f"trainer.accelerator is {accelerator!r} (e.g. from configs/trainer/gpu.yaml), but torch sees no CUDA GPU"
-            f" on this machine (torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}). Run"
-            " `litstarter doctor`, or use --trainer.accelerator cpu (or auto)"
+            f" on this machine (torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}). Use"
+            " --trainer.accelerator cpu (or auto); docs/troubleshooting.md lists why a GPU goes unseen"
         )
     if accelerator == "mps" and not torch.backends.mps.is_available():
         raise UsageError(
@@ -42,43 +41,22 @@ def check_accelerator_present(config) -> None:
         )
 
 
-def turn_off_sync_batchnorm_on_cpu(config) -> None:
-    """``trainer.sync_batchnorm: true`` (configs/trainer/ddp.yaml) on CPU processes becomes ``false``, with a log line.
+#: What every data module provides; the CLI links each into the model (``litstarter.data.base`` says more).
+DATA_FACTS = ("num_classes", "channels", "image_size", "class_names")
 
-    torch's SyncBatchNorm runs only on GPUs; on CPU each process then keeps BatchNorm statistics of its own slice
-    of the batch, as plain DDP does.
+
+def data_fact(datamodule, name: str):
+    """``datamodule.<name>``, one of :data:`DATA_FACTS`, for a link into the model.
+
+    Raises:
+        UsageError: The data module lacks it (naming the module and the four facts).
     """
-    trainer = config.get("trainer") or {}
-    if not trainer.get("sync_batchnorm"):
-        return
-    accelerator = str(trainer.get("accelerator") or "auto").lower()
-    if accelerator == "cpu" or (accelerator == "auto" and not torch.cuda.is_available()):
-        log.warning(
-            "trainer.sync_batchnorm=true but the processes run on CPU, where SyncBatchNorm is not available: turned"
-            " SyncBatchNorm off (each process normalises with its own batch's statistics)"
+    if getattr(datamodule, name, None) is None:
+        raise UsageError(
+            f"data module {type(datamodule).__name__} has no {name}; a data module provides {', '.join(DATA_FACTS)}"
+            " (the model is built from them; see litstarter.data.base)"
         )
-        trainer.sync_batchnorm = False
-
-
-def drop_progress_bar_when_disabled(config) -> None:
-    """``--trainer.enable_progress_bar false`` removes the progress bar callback the default config lists.
-
-    Lightning refuses a progress bar callback beside ``enable_progress_bar=False``; the flag is what the user
-    just typed, so it wins over the default config's ``TQDMProgressBar`` (there only to set its refresh rate).
-    """
-    trainer = config.get("trainer") or {}
-    if trainer.get("enable_progress_bar") is not False or not trainer.get("callbacks"):
-        return
-    kept = [c for c in trainer.callbacks if not str(_class_path(c)).endswith("ProgressBar")]
-    if len(kept) != len(trainer.callbacks):
-        trainer.callbacks = kept
-
-
-def _class_path(callback) -> str:
-    """A callback entry's ``class_path`` (a config Namespace or dict), or the class name of an instance."""
-    if isinstance(callback, dict):
-        return callback.get("class_path", "")
-    return getattr(callback, "class_path", None) or type(callback).__name__
+    return getattr(datamodule, name)
 
 
 def num_classes_of(datamodule) -> int:
@@ -87,7 +65,7 @@ def num_classes_of(datamodule) -> int:
     Raises:
         UsageError: Naming the data's folder (or source) and its one class, not a model setting the user never set.
     """
-    n = int(datamodule.num_classes)
+    n = int(data_fact(datamodule, "num_classes"))
     if n >= 2:
         return n
     source = getattr(datamodule, "root", None) or getattr(datamodule, "labels", None) or type(datamodule).__name__

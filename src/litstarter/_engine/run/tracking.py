@@ -64,10 +64,13 @@ def mlflow_loggers(trainer: L.Trainer) -> list[MLFlowLogger]:
 
 def record_mlflow_runs(trainer: L.Trainer) -> None:
     """Write ``<run>/mlflow.json`` with the MLflow run id (creating the run now), for resumes to continue it."""
-    run_dir = trainer.log_dir
-    import mlflow
+    loggers = mlflow_loggers(trainer)
+    if not loggers:
+        return
+    import mlflow  # only with an MLflow logger: mlflow is an extra
 
-    for logger in mlflow_loggers(trainer):
+    run_dir = trainer.log_dir
+    for logger in loggers:
         run_id = logger.run_id  # starts the run, and sets mlflow's tracking URI to the logger's
         record = {"run_id": run_id, "tracking_uri": mlflow.get_tracking_uri(), "experiment_id": logger.experiment_id}
         write_json(Path(run_dir) / MLFLOW_RUN_FILE, record)

@@ -1,6 +1,6 @@
 """The input/output contract of an exported model, written as ``model.json`` beside every export.
 
-Torch-free (numpy + Pillow via :mod:`litstarter._engine.images.preprocess`): a client on a box without torch, or in another
+Torch-free (numpy + Pillow, the preprocessing of the image cache): a client on a box without torch, or in another
 language, needs only an artifact and this JSON to classify an image exactly as training saw it:
 
 1. decode the file, apply its EXIF orientation, convert to ``color_mode`` (``L`` or ``RGB``; transparency
@@ -107,7 +107,7 @@ class ModelContract:
 
         Args:
             path: The image file, or a binary file object holding its bytes.
-            max_pixels: Refuse larger images (:class:`~litstarter._engine.images.preprocess.ImageTooLarge`) before decoding them.
+            max_pixels: Refuse larger images (``ImageTooLarge``) before decoding them.
 
         Raises:
             OSError / ValueError: If the file cannot be decoded.

@@ -5,11 +5,11 @@ Usage::
     litstarter export --ckpt_path runs/digits/version_0/checkpoints/last.ckpt [--formats onnx int8] [--out DIR]
 
 Every artifact is written under a temporary name, loaded back in its own runtime (through the same
-:func:`litstarter.extras.deploy.backends.open_model` that ``infer`` uses), run on a seeded, class-stratified sample of the
+:func:`~.backends.open_model` that ``infer`` uses), run on a seeded, class-stratified sample of the
 test split at batch sizes 1 and 32 and compared with the eager model in eval mode. Only artifacts within
 tolerance are kept; one whose exporter or runtime raises is rejected with its error. The figures go to
 ``export_report.json`` and a printed table, and any rejection exits 1 naming the artifact and the figure or
-error. ``model.json`` (the input contract, see :mod:`litstarter.extras.deploy.contract`) is written beside the artifacts,
+error. ``model.json`` (the input contract, see :mod:`.contract`) is written beside the artifacts,
 and the ONNX, TorchScript and pt2 files embed the same JSON. The export is built in a staging folder beside
 ``--out`` and replaces the folder's export only once complete.
 """
@@ -256,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``litstarter export``; returns 0, 1 if an artifact was rejected (failed verification, or its exporter
-    or runtime failed) or the checkpoint is unusable, 2 for bad arguments or paths (see :mod:`litstarter._engine.errors`)."""
+    or runtime failed) or the checkpoint is unusable, 2 for bad arguments or paths (see ``_engine/errors.py``)."""
     return run_reporting("export", lambda: _run(argv))
 
 

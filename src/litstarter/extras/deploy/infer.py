@@ -44,7 +44,7 @@ def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int, li
     """Expand files and folders (recursively, sorted) into input files.
 
     Returns the files, the hidden files and folders skipped, and notes on folder links not followed and files
-    met twice (see :mod:`litstarter._engine.images.listing`: each real folder and file once). Every visible file is an input,
+    met twice (see ``_engine/images/listing.py``: each real folder and file once). Every visible file is an input,
     whatever its extension or name, and so is a dangling link or a link loop: one that can't be read gets a
     row with the reason rather than being dropped. Hidden files and folders (``.DS_Store``,
     ``.ipynb_checkpoints/``) are skipped and counted.

@@ -67,7 +67,7 @@ def test_every_mode_and_size_is_cached_exactly_as_load_image_decodes_it(tmp_path
         images = dm.cache.images(split)
         assert images.shape == (len(cached_files(dm, split)), channels, *resize_size)
         for row, rel in enumerate(cached_files(dm, split)):
-            # The cache holds exactly what litstarter._engine.images.preprocess.load_image (shared with `infer`) returns.
+            # The cache holds exactly what preprocess.load_image (shared with `infer`) returns.
             np.testing.assert_array_equal(images[row], load_image(root / rel, channels, resize_size), err_msg=rel)
     image, label = dm.val_set[0]
     assert image.shape == (channels, 12, 16) and str(image.dtype) == "torch.uint8"

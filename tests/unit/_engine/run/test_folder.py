@@ -1,4 +1,4 @@
-"""One run, one directory, whatever the loggers (litstarter._engine.run.folder), checked on configs as LightningCLI parses
+"""One run, one directory, whatever the loggers (_engine/run/folder.py), checked on configs as LightningCLI parses
 them. The fits themselves (events, metrics.csv and an MLflow run side by side, a resume) are in
 tests/e2e/test_tracking.py."""
 

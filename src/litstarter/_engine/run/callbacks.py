@@ -1,27 +1,55 @@
-"""Stop a fit whose checkpoints cannot be written, instead of training on without any.
+"""The callbacks every run gets, whatever its config lists (the CLI adds them to the Trainer's):
 
-Lightning 2.6 writes a checkpoint through ``fsspec`` and swallows a ``PermissionError`` on the way
-(``lightning.fabric.utilities.cloud_io._atomic_save``): a fit into a folder it may not write exits 0 having saved
-nothing. This callback checks the run's folders are writable before training, and that each checkpoint
-ModelCheckpoint reports as saved exists afterwards.
+* :class:`ShareRunVersion`: every rank of a distributed run writes into the folder global rank 0 claimed
+  (see :mod:`.claim`);
+* :class:`CheckCheckpointsWritten`: a fit whose checkpoints cannot be written stops, instead of training on without
+  any. Lightning 2.6 writes a checkpoint through ``fsspec`` and swallows a ``PermissionError`` on the way
+  (``lightning.fabric.utilities.cloud_io._atomic_save``): a fit into a folder it may not write would exit 0 having
+  saved nothing.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import lightning as L
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
+from ..atomic_io import unwritable_reason
 from ..errors import UsageError
 
 
-def check_writable(folder: str | os.PathLike) -> None:
-    """Create ``folder`` if needed and write (then remove) a probe file in it.
+def set_logger_version(logger: TensorBoardLogger | CSVLogger, version: int | str) -> None:
+    """Point a file logger at ``version`` after it was built.
 
-    A real write, not ``os.access``: it answers for ACLs, read-only mounts and dropped capabilities too.
+    Private attribute: neither logger has a public setter, and both read ``_version`` lazily (``version``,
+    ``log_dir``). A Lightning release that renames it breaks this; the DDP test would then see two folders.
+    """
+    logger._version = version
+
+
+class ShareRunVersion(Callback):
+    """At setup, broadcast rank 0's logger version to the other ranks, which never claim a folder themselves.
+
+    Lightning's launcher re-runs inherit the folder through the environment already; this covers ranks started by
+    an external launcher (``torchrun``, SLURM), which would otherwise compute a version of their own.
+    """
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        """Make every rank's file logger name rank 0's folder."""
+        logger = trainer.logger
+        if trainer.world_size < 2 or not isinstance(logger, (TensorBoardLogger, CSVLogger)):
+            return
+        version = trainer.strategy.broadcast(logger.version if trainer.is_global_zero else None, src=0)
+        if version is not None and logger.version != version:
+            set_logger_version(logger, version)
+
+
+def check_writable(folder: str | os.PathLike) -> None:
+    """Create ``folder`` if needed and write (then remove) a probe file in it: a real write, not ``os.access``, so
+    that ACLs, read-only mounts and dropped capabilities answer too.
 
     Raises:
         UsageError: Naming the folder, if it cannot be created or written.
@@ -29,14 +57,14 @@ def check_writable(folder: str | os.PathLike) -> None:
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
+        reason = unwritable_reason(folder)[1]
     except OSError as err:
+        reason = err.strerror or str(err)
+    if reason is not None:
         raise UsageError(
-            f"the run folder '{folder}' is not writable ({err.strerror}): no checkpoint could be saved there. Make it"
+            f"the run folder '{folder}' is not writable ({reason}): no checkpoint could be saved there. Make it"
             " writable, or choose another trainer.logger.init_args.save_dir (or ModelCheckpoint dirpath)"
-        ) from err
+        )
 
 
 def _local(path: str | os.PathLike | None) -> bool:
@@ -46,7 +74,7 @@ def _local(path: str | os.PathLike | None) -> bool:
 class CheckCheckpointsWritten(Callback):
     """Before training: the run folder and every ModelCheckpoint folder are writable. After each save: the file
     that ModelCheckpoint recorded (``last_model_path``, ``best_model_path``) exists. Either failure stops the
-    run with a :class:`~litstarter._engine.errors.UsageError` naming the folder. Global rank 0 only (it does the writing).
+    run with a ``UsageError`` naming the folder. Global rank 0 only (it does the writing).
     """
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

@@ -1,0 +1,100 @@
+"""``RunCLI``: LightningCLI plus what every run of ours needs, whatever its config says.
+
+In the order LightningCLI calls them:
+
+1. after parsing: ``--ckpt_path`` is read safely (``weights_only``) before Lightning reads hyper-parameters from it;
+2. before anything is built: our log lines are shown, the accelerator exists, presets that cannot run here fall
+   back (:mod:`.fallbacks`), a resume keeps writing into its checkpoint's run, the loggers are checked and the
+   run folder is claimed (:mod:`.claim`), every logger writing into it (:mod:`.folder`);
+3. the Trainer gets the callbacks every run needs (:mod:`.callbacks`);
+4. before ``fit`` / ``validate`` / ``test`` / ``predict``: the checkpoint fits the model (:mod:`.checks`); the
+   MLflow run is recorded and, after ``fit``, given the run's files (:mod:`.tracking`);
+5. when the CLI returns, an empty claimed folder (a run that failed before writing) is removed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+
+from .callbacks import CheckCheckpointsWritten, ShareRunVersion
+from .checks import check_accelerator_present, check_checkpoint_file, check_checkpoint_fits
+from .claim import claim_run_directory, end_claim
+from .fallbacks import apply_fallbacks
+from .folder import (
+    check_loggers,
+    logger_entries,
+    point_file_loggers_at,
+    resume_in_the_checkpoints_run,
+    share_one_run_directory,
+)
+from .logs import show_litstarter_logs
+from .tracking import log_run_files_to_mlflow, record_mlflow_runs
+
+
+class RunCLI(LightningCLI):
+    """LightningCLI with the run handling above; the project's CLI subclasses it.
+
+    Args:
+        *args: LightningCLI's arguments.
+        run_dir: Put the run in this folder, for every logger (``litstarter tune`` gives each trial its own);
+            None: the loggers' ``<save_dir>/<name>/version_<n>``.
+        **kwargs: LightningCLI's keyword arguments.
+    """
+
+    def __init__(self, *args, run_dir: str | Path | None = None, **kwargs) -> None:
+        self.run_dir = Path(run_dir) if run_dir else None
+        try:
+            super().__init__(*args, **kwargs)
+        finally:
+            end_claim()  # a run that stopped before writing leaves no empty version folder
+
+    def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
+        """Parse, then check ``--ckpt_path`` before LightningCLI reads hyper-parameters from it."""
+        super().parse_arguments(parser, args)
+        subcommand = self.config.get("subcommand")
+        if subcommand:
+            check_checkpoint_file(self.config[subcommand].get("ckpt_path"))
+
+    def before_instantiate_classes(self) -> None:
+        """Check and complete the parsed config, and claim the run's folder (step 2 above)."""
+        show_litstarter_logs()
+        config = self.active_config()
+        check_accelerator_present(config)
+        apply_fallbacks(config)
+        if self.subcommand == "fit" and resume_in_the_checkpoints_run(config):
+            # Keep the run's original config.yaml (it has no ckpt_path); the resume's own goes beside it.
+            self.save_config_kwargs["config_filename"] = "config.resume.yaml"
+        check_loggers(config)  # before a folder is claimed
+        if self.run_dir is not None:
+            point_file_loggers_at(logger_entries(config), self.run_dir)
+        if self.subcommand in ("fit", "validate", "test"):
+            claim_run_directory(config)  # two runs with the same logger name never share a folder
+        share_one_run_directory(config)  # several loggers, one folder: the first one's
+
+    def instantiate_trainer(self, **kwargs):
+        """The configured Trainer, plus the callbacks every run needs: each rank uses rank 0's run folder; a fit
+        stops when its checkpoints cannot be written."""
+        trainer = super().instantiate_trainer(**kwargs)
+        trainer.callbacks.extend([ShareRunVersion(), CheckCheckpointsWritten()])
+        return trainer
+
+    def check_resume_checkpoint(self) -> None:
+        """Check ``--ckpt_path`` against the model before Lightning loads it."""
+        check_checkpoint_fits(self.active_config().get("ckpt_path"), self.model)
+
+    before_validate = before_test = before_predict = check_resume_checkpoint
+
+    def before_fit(self) -> None:
+        """Check ``--ckpt_path``; record the MLflow run id in the run folder, so that a resume continues it."""
+        self.check_resume_checkpoint()
+        record_mlflow_runs(self.trainer)
+
+    def after_fit(self) -> None:
+        """Hand the run's ``config.yaml`` and ``metrics.json`` to MLflow, if it is one of the loggers."""
+        log_run_files_to_mlflow(self.trainer)
+
+    def active_config(self):
+        """The active subcommand's config (the whole config without subcommands)."""
+        return self.config[self.subcommand] if self.subcommand else self.config
