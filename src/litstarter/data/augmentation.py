@@ -2,8 +2,8 @@
 
 Choices, all set from YAML by ``class_path`` (``null`` turns augmentation off; val and test never augment):
 
-* the default, :class:`~litstarter._engine.augment.fast.FastAugmentation` (random resized crop, flip, colour
-  jitter), run per batch several times faster; its arguments alone override it: ``augmentation: {hflip: 0.0}``;
+* the default, :class:`FastAugmentation` (random resized crop, flip, colour jitter, inversion), run per batch
+  several times faster; its arguments alone override it: ``augmentation: {hflip: 0.5}``;
 * any stock torchvision v2 transform or ``Compose``, e.g.::
 
       data:
@@ -16,7 +16,8 @@ The transform gets one stored image, a ``(C, H, W)`` uint8 tensor at ``resize_si
 ``image_size``), and must return uint8; an output of another size is centre-cropped (or resized) to
 ``image_size``, so a ``RandomResizedCrop(image_size)`` inside a ``Compose`` gives the random crop. Reproducible:
 torch's generator is seeded from the sample's own seed before each call (v2 transforms draw from it), so the same
-seed and epoch give the same images and a resumed run replays exactly.
+seed and epoch give the same images and a resumed run replays exactly (``litstarter.data.base`` says where the
+seeds come from).
 """
 
 from __future__ import annotations
@@ -27,16 +28,68 @@ import numpy as np
 import torch
 from torchvision.transforms import v2
 
-from litstarter._engine.augment.fast import FastAugmentation
+from litstarter._engine.augment import fast
 from litstarter._engine.errors import UsageError
 from litstarter._engine.images.crop import center_crop_or_resize
-
-__all__ = ["IMAGE_FOLDER_DEFAULTS", "FastAugmentation", "augment", "describe", "seeded_call"]
 
 #: What ``ImageFolderDataModule``'s default ``FastAugmentation`` sets beyond the class's own defaults: half the
 #: training photos inverted, so that a shape is learnt light-on-dark and dark-on-light alike (ink, paint, film,
 #: screens). ``--data.augmentation.invert 0`` where the two are different classes.
 IMAGE_FOLDER_DEFAULTS = {"invert": 0.5}
+
+
+class FastAugmentation(v2.Transform):
+    """Random resized crop, horizontal flip, colour jitter and recolouring, drawn from each sample's seed and run
+    on the whole batch at once (every random choice a pure function of the sample's seed: exact replay on resume).
+
+    Called on one ``(C, H, W)`` uint8 image like any v2 transform, it draws a seed from torch's generator and
+    keeps the image's size.
+
+    Args:
+        crop_scale: Area range of the random resized crop, as fractions of the image; ``null`` turns it off.
+        crop_ratio: Aspect-ratio range of the random resized crop.
+        hflip: Probability of a horizontal flip. Off (0) by default: a mirrored digit, letter or scan is often
+            another class or none; 0.5 for photos where a mirror image shows the same class.
+        color_jitter: Strength of brightness/contrast/saturation jitter, e.g. 0.2 for +-20%; 0 turns it off.
+        invert: Probability of inverting an image (light on dark becomes dark on light).
+        channel_shuffle: Probability of reordering an RGB image's colour channels (red ink becomes blue).
+    """
+
+    def __init__(
+        self,
+        crop_scale: tuple[float, float] | None = (0.35, 1.0),
+        crop_ratio: tuple[float, float] = (3 / 4, 4 / 3),
+        hflip: float = 0.0,
+        color_jitter: float = 0.1,
+        invert: float = 0.0,
+        channel_shuffle: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.crop_scale = None if crop_scale is None else tuple(crop_scale)
+        self.crop_ratio = tuple(crop_ratio)
+        self.hflip = hflip
+        self.color_jitter = color_jitter
+        self.invert = invert
+        self.channel_shuffle = channel_shuffle
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        """One ``(C, H, W)`` uint8 image, augmented at its own size from a seed drawn from torch's generator."""
+        seed = int(torch.randint(0, 2**62, ()))
+        return self.augment_batch(image[None], tuple(image.shape[-2:]), [seed])[0]
+
+    def augment_batch(
+        self, images: torch.Tensor, size: tuple[int, int], seeds: Sequence[int] | np.ndarray
+    ) -> torch.Tensor:
+        """``(B, C, H, W)`` uint8 -> ``(B, C, *size)`` uint8, sample ``i`` drawn from ``seeds[i]`` alone. A method:
+        the data modules' default is a jsonargparse ``lazy_instance`` (so that ``config.yaml`` can name it), and
+        such an instance is built on its first method call."""
+        return fast.augment_batch(images, size, self, seeds)
+
+    def extra_repr(self) -> str:
+        return (
+            f"crop_scale={self.crop_scale}, crop_ratio={self.crop_ratio}, hflip={self.hflip}, "
+            f"color_jitter={self.color_jitter}, invert={self.invert}, channel_shuffle={self.channel_shuffle}"
+        )
 
 
 def describe(augmentation: v2.Transform | None) -> str:
@@ -73,7 +126,7 @@ def augment(
 ) -> torch.Tensor:
     """Augment ``(B, C, H, W)`` uint8 images, sample ``i`` from ``seeds[i]`` alone; returns ``(B, C, *size)`` uint8.
 
-    The built-in :class:`FastAugmentation` runs once on the batch; any other transform runs per sample, seeded.
+    :class:`FastAugmentation` runs once on the batch; any other transform runs per sample, seeded.
     """
     if isinstance(augmentation, FastAugmentation):
         return augmentation.augment_batch(images, size, seeds)

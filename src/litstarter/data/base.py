@@ -1,4 +1,23 @@
-"""What every data module here shares: loader settings, the seeded train sampler, class bookkeeping."""
+"""What a data module provides, and what every data module here shares: the loaders, the seeded train sampler.
+
+**The contract.** Any ``LightningDataModule`` can be ``data`` (``--data my_pkg.MyDataModule``) if it provides,
+once built, four facts that the CLI links into the model (nobody types them twice):
+
+* ``num_classes`` (int, >= 2) and ``class_names`` (that many names, in label order);
+* ``channels`` (1 or 3) and ``image_size`` (``(height, width)`` of the images its loaders yield).
+
+Its batches are ``(images, labels)``: images ``(B, C, H, W)`` in 0..255 (uint8 is best: the model normalises them
+itself), labels ``(B,)`` int64. Optional, used when present: ``normalization()`` (per-channel ``(mean, std)`` on the
+0..1 scale, else the model's placeholders stay), ``resize_size`` (the size images are stored at before the eval
+centre crop; else ``image_size``), ``class_counts()`` (for ``model.class_weights: auto``) and ``test_split``
+(``"val"`` when there is no test split, written to ``metrics.json``).
+
+**Per-sample seeds.** :class:`ArrayDataModule` (the base of ours) wraps whatever ``train_sampler()`` returns in
+:class:`~litstarter.data.samplers.SeedEachItem`, so every training item reaches the dataset as ``(index, seed)``
+and its augmentation is a function of ``(seed, epoch, position)``: the same in every run, and replayed exactly on
+resume. Any sampler works, stock or your own. A batch sampler is used as it is: its indices then get seeds from
+the loader worker's generator (ours, ``BalancedBatchSampler``, sends its own seeds).
+"""
 
 from __future__ import annotations
 
@@ -6,19 +25,18 @@ import lightning as L
 import numpy as np
 from torch.utils.data import BatchSampler, DataLoader, Sampler
 
-from litstarter._engine.augment.heap import keep_freed_memory
-from litstarter._engine.augment.workers import init_loader_worker
 from litstarter._engine.cores import auto_num_workers
 from litstarter._engine.errors import UsageError
 from litstarter.data.dataset import ArrayImageDataset
-from litstarter.data.samplers import EpochShuffleSampler
+from litstarter.data.samplers import EpochShuffleSampler, SeedEachItem
 
 
 class ArrayDataModule(L.LightningDataModule):
     """Base for data modules that end in :class:`ArrayImageDataset` splits.
 
-    Subclasses fill ``self.train_set`` / ``self.val_set`` / ``self.test_set`` in ``setup`` and set
-    ``self.class_names``; this class builds the loaders.
+    Subclasses set ``class_names``, ``channels`` and ``image_size`` in ``__init__``, fill ``self.train_set`` /
+    ``self.val_set`` / ``self.test_set`` in ``setup`` and return ``(mean, std)`` from ``normalization``; this class
+    builds the loaders.
 
     Args:
         batch_size: Samples per batch per device.
@@ -41,49 +59,32 @@ class ArrayDataModule(L.LightningDataModule):
         self.test_set: ArrayImageDataset | None = None
 
     @property
-    def test_split(self) -> str:
-        """The split that ``test`` evaluates: ``test``, or ``val`` when there is no test split (written to
-        ``metrics.json`` as ``test_split``, so a score on val is never mistaken for a held-out one)."""
-        return "val" if self.test_set is None and self.val_set is not None else "test"
-
-    @property
     def num_classes(self) -> int:
         """Number of classes, linked into ``model.num_classes`` by the CLI."""
         return len(self.class_names)
 
     @property
-    def resize_size(self) -> tuple[int, int]:
-        """``(height, width)`` the images are resized and stored at, before the eval view centre-crops ``image_size``
-        out of them; linked into ``model.resize_size`` (and from there into ``model.json``). ``image_size`` here:
-        override it where images are stored larger."""
-        return tuple(int(v) for v in self.image_size)  # a new tuple: hparams.yaml would write an alias of image_size
+    def test_split(self) -> str:
+        """The split that ``test`` evaluates: ``test``, or ``val`` when there is no test split."""
+        return "val" if self.test_set is None and self.val_set is not None else "test"
 
-    def _pin_memory(self) -> bool:
-        # Pinned host memory only pays off when batches are copied to an accelerator.
-        trainer = self.trainer
-        return trainer is not None and trainer.accelerator.__class__.__name__ != "CPUAccelerator"
-
-    def _loader(
-        self, dataset: ArrayImageDataset | None, split: str, sampler: Sampler | BatchSampler | None = None
-    ) -> DataLoader:
+    def _loader(self, dataset: ArrayImageDataset | None, split: str, sampler: Sampler | None = None) -> DataLoader:
         if dataset is None:
             raise RuntimeError(f"{type(self).__name__} has no {split} split; was setup() called?")
+        on_accelerator = self.trainer is not None and type(self.trainer.accelerator).__name__ != "CPUAccelerator"
         workers = {
             "num_workers": self.num_workers,
-            "pin_memory": self._pin_memory(),
+            "pin_memory": on_accelerator,  # pinned host memory only pays off when batches go to an accelerator
             "persistent_workers": self.num_workers > 0,
-            # Each worker, as it starts: Lightning's seeding, then the allocator tuning (see data.fastpath).
-            "worker_init_fn": init_loader_worker if self.num_workers > 0 else None,
         }
-        if self.num_workers == 0:
-            keep_freed_memory()  # this process loads the data itself; tuned once per process
         if isinstance(sampler, BatchSampler):  # it forms the batches itself (e.g. class-balanced ones)
             return DataLoader(dataset, batch_sampler=sampler, **workers)
         # train order comes from the seeded sampler; val/test never shuffle
         return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, shuffle=False, **workers)
 
     def train_sampler(self) -> Sampler | BatchSampler:
-        """The sampler (or batch sampler) for the train loader; a seeded per-epoch shuffle by default."""
+        """The sampler (or batch sampler) for the train loader; a seeded per-epoch shuffle by default. Override
+        it to return any sampler: its items get seeds (see the module docstring)."""
         return EpochShuffleSampler(len(self.train_set), seed=self.seed)
 
     def class_counts(self) -> np.ndarray:
@@ -94,7 +95,12 @@ class ArrayDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         """Shuffled (seeded by seed and epoch) and augmented."""
-        return self._loader(self.train_set, "train", sampler=self.train_sampler() if self.train_set else None)
+        if self.train_set is None:
+            return self._loader(None, "train")
+        sampler = self.train_sampler()
+        if not isinstance(sampler, BatchSampler):
+            sampler = SeedEachItem(sampler, seed=self.seed)
+        return self._loader(self.train_set, "train", sampler=sampler)
 
     def val_dataloader(self) -> DataLoader:
         """In order, no augmentation."""

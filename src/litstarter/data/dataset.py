@@ -2,36 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
-from litstarter._engine.augment.seeds import split_items
 from litstarter._engine.images.crop import center_crop_or_resize
 from litstarter.data.augmentation import augment
+
+Item = int | tuple[int, int]
 
 
 class ArrayImageDataset(Dataset):
     """Serves ``(image uint8 (C, h, w), label int64)`` pairs from preprocessed arrays.
 
-    Indices may be plain ints (no augmentation: the deterministic eval view) or ``(index, seed)`` pairs
-    from :class:`~litstarter.data.samplers.EpochShuffleSampler` and friends, in which case the random
-    augmentation for that draw is generated from ``seed`` (see :mod:`litstarter.data.augmentation`).
+    With an ``augmentation`` (the train split) every item is augmented; without one (val, test) every item is the
+    deterministic eval view (centre crop). An item is an index or an ``(index, seed)`` pair: a pair's augmentation
+    is drawn from its seed alone (the train loader sends pairs, see ``litstarter.data.base``); a plain index gets a
+    seed from torch's generator (a loader worker's, which Lightning seeds: two runs draw the same, but a resumed
+    run does not replay it).
 
     Args:
         images: ``(N, C, H, W)`` uint8 array, possibly a ``np.memmap``; read lazily per item.
         labels: ``(N,)`` integer class indices.
         size: Output ``(h, w)``; images larger than this are cropped, smaller ones resized.
-        augmentation: Random augmentation for seeded draws (any v2 transform); ``None`` means none at all.
+        augmentation: Random augmentation (any v2 transform); ``None`` for the eval view.
     """
 
     def __init__(
-        self,
-        images: np.ndarray,
-        labels: np.ndarray,
-        size: tuple[int, int],
-        augmentation: v2.Transform | None = None,
+        self, images: np.ndarray, labels: np.ndarray, size: tuple[int, int], augmentation: v2.Transform | None = None
     ) -> None:
         if images.ndim != 4 or images.dtype != np.uint8:
             raise ValueError(f"images must be a uint8 (N, C, H, W) array, got {images.dtype} {images.shape}")
@@ -45,22 +46,27 @@ class ArrayImageDataset(Dataset):
     def __len__(self) -> int:
         return len(self.images)
 
-    def __getitem__(self, item: int | tuple[int, int]) -> tuple[torch.Tensor, int]:
+    def __getitem__(self, item: Item) -> tuple[torch.Tensor, int]:
         return self.__getitems__([item])[0]
 
-    def __getitems__(self, items: list[int | tuple[int, int]]) -> list[tuple[torch.Tensor, int]]:
+    def __getitems__(self, items: Sequence[Item]) -> list[tuple[torch.Tensor, int]]:
         """A whole batch at once (the DataLoader calls this when it exists): one gather from the array, then the
-        augmentation. Plain ints get the eval view, ``(index, seed)`` pairs the augmentation drawn from ``seed``."""
-        indices, seeds = split_items(items)
+        augmentation or the eval view."""
+        pairs = [item if isinstance(item, (tuple, list)) else (item, None) for item in items]
+        indices = np.array([index for index, _ in pairs], dtype=np.int64)
         images = torch.from_numpy(self.images[indices])  # fancy indexing copies out of the memmap: (B, C, H, W)
-        seeded = [s is not None for s in seeds]
-        if self.augmentation is None or not any(seeded):
+        if self.augmentation is None:
             images = center_crop_or_resize(images, self.size)
-        elif all(seeded):
+        else:
+            seeds = [int(torch.randint(0, 2**62, ())) if seed is None else seed for _, seed in pairs]
             images = augment(images, self.size, self.augmentation, seeds)
-        else:  # a mix of seeded and plain items: rare, do it per item
-            return [self.__getitem__(item) for item in items]
         return list(zip(images.unbind(0), self.labels[indices].tolist(), strict=True))
+
+    def eval_view(self, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``(images (N, C, h, w) uint8, labels (N,))`` of ``indices``, un-augmented whatever the split."""
+        indices = np.asarray(indices, dtype=np.int64)
+        images = center_crop_or_resize(torch.from_numpy(self.images[indices]), self.size)
+        return images.numpy(), self.labels[indices]
 
     def class_counts(self, num_classes: int) -> np.ndarray:
         """Number of samples per class, ``(num_classes,)``."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-from pathlib import Path
 from typing import Literal
 
 from jsonargparse import lazy_instance
@@ -11,14 +9,10 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Sampler
 from torchvision.transforms import v2
 
-from litstarter._engine.augment.fast import FastAugmentation
 from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.cache import ImageCache
-from litstarter._engine.images.cache_build import warn_skipped
 from litstarter._engine.images.folder import CachedImageFolder
-from litstarter._engine.images.leakage import warn_leakage
-from litstarter._engine.images.splits import Listing
-from litstarter.data.augmentation import IMAGE_FOLDER_DEFAULTS, describe
+from litstarter.data.augmentation import IMAGE_FOLDER_DEFAULTS, FastAugmentation, describe
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
@@ -96,7 +90,7 @@ class ImageFolderDataModule(ArrayDataModule):
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if sampler not in ("none", "weighted", "balanced"):
             raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
-        # The listing, the split and the cache, shared with `litstarter inspect` (which has no Lightning).
+        # The listing, the split and the cache (the engine's; `litstarter inspect` reads the same).
         self.folder = CachedImageFolder(
             root, labels, image_size, channels, val_fraction, test_fraction, cache_dir, cache_workers, cache_verify,
             on_bad_file, seed, classes,
@@ -104,63 +98,31 @@ class ImageFolderDataModule(ArrayDataModule):
         for name, value in (("mean", mean), ("std", std)):
             if value is not None and len(value) != self.folder.channels:
                 raise UsageError(f"data.{name} has {len(value)} values but data.channels is {self.folder.channels}")
-        self.root, self.layout, self.channels = self.folder.root, self.folder.layout, self.folder.channels
-        self.image_size = self.folder.image_size
-        self.class_names = self.folder.class_names
+        # The facts the model is built from (see litstarter.data.base), and the size the cache stores images at.
+        self.root, self.channels, self.class_names = self.folder.root, self.folder.channels, self.folder.class_names
+        self.image_size, self.resize_size = self.folder.image_size, self.folder.resize_size
         self.sampler = sampler
         self.augmentation = augmentation
         self._mean, self._std = mean, std
         self.cache: ImageCache | None = None
 
-    @property
-    def resize_size(self) -> tuple[int, int]:
-        """The cache stores images a little larger than ``image_size`` (see ``resize_size_for``), for crop room."""
-        return self.folder.resize_size
-
-    @property
-    def class_to_idx(self) -> dict[str, int]:
-        """Class name -> label index (the kept class names in order); saved in the cache manifest and in checkpoints."""
-        return self.folder.class_to_idx
-
-    def cache_params(self) -> dict:
-        """Everything that decides the cache's contents besides the files themselves."""
-        return self.folder.cache_params()
-
-    def cache_folder(self) -> Path:
-        """This module's cache folder: ``<cache_dir>/<root name>-<hash of cache_params()>``."""
-        return self.folder.cache_folder()
-
-    def listing(self) -> Listing:
-        """Every split's files (of the kept classes, relabelled) and where each split came from."""
-        return self.folder.listing()
-
-    def load_or_build_cache(self) -> ImageCache:
-        """List the files, reuse the cache if it matches them, else build it; warn about what was left out and
-        about images found in more than one split; print the layout line."""
-        listing = self.listing()
-        if listing.notes:
-            warnings.warn(f"data.root '{self.root}': {listing.notes}", stacklevel=2)
-        cache = self.folder.load_or_build(listing)
-        warn_skipped(self.root, cache.folder, cache.skipped)
-        warn_leakage(cache)
-        counts = {split: int(cache.manifest["splits"][split]["shape"][0]) for split in cache.splits}
-        rank_zero_info(listing.summary(counts))
-        rank_zero_info(f"data: training augmentation: {describe(self.augmentation)}")
-        return cache
+    def load_cache(self) -> ImageCache:
+        """Reuse or build the cache (once per module: test-after-fit asks again), and print what was found."""
+        if self.cache is None:
+            self.cache, layout_line = self.folder.prepare()
+            rank_zero_info(layout_line)
+            rank_zero_info(f"data: training augmentation: {describe(self.augmentation)}")
+        return self.cache
 
     def prepare_data(self) -> None:
-        """Build the cache if needed. Lightning calls this on one process per node; the others wait. Once per
-        module: test-after-fit calls it again, and the cache (with its warnings and layout line) is loaded already."""
-        if self.cache is None:
-            self.cache = self.load_or_build_cache()
+        """Build the cache if needed. Lightning calls this on one process per node; the others wait."""
+        self.load_cache()
 
     def setup(self, stage: str | None = None) -> None:
         """Open the cached splits (memory-mapped; nothing is read into RAM here)."""
-        if self.cache is None:
-            self.cache = self.load_or_build_cache()
+        cache = self.load_cache()
         if self.train_set is not None:
             return
-        cache = self.cache
         self.train_set = ArrayImageDataset(
             cache.images("train"), cache.labels("train"), self.image_size, self.augmentation
         )
@@ -197,18 +159,17 @@ class ImageFolderDataModule(ArrayDataModule):
         """The configured mean/std, or the train split's own statistics from the cache manifest."""
         if self._mean is not None and self._std is not None:
             return list(self._mean), list(self._std)
-        if self.cache is None:
-            self.cache = self.load_or_build_cache()
-        return list(self.cache.mean), list(self.cache.std)
+        cache = self.load_cache()
+        return list(cache.mean), list(cache.std)
 
     def state_dict(self) -> dict:
         """Saved in checkpoints: ``class_to_idx``, so a checkpoint knows its classes' names."""
-        return {"class_to_idx": self.class_to_idx}
+        return {"class_to_idx": self.folder.class_to_idx}
 
     def load_state_dict(self, state_dict: dict) -> None:
         """On resume, refuse a folder whose classes differ from the checkpoint's."""
         saved = state_dict.get("class_to_idx")
-        if saved is not None and saved != self.class_to_idx:
+        if saved is not None and saved != self.folder.class_to_idx:
             raise BadInputError(
                 f"the checkpoint was trained on classes {list(saved)} but data.root '{self.root}' has"
                 f" {self.class_names}"

@@ -1,10 +1,11 @@
-"""Training samplers whose order is a pure function of ``(seed, epoch)``.
+"""Training samplers whose order is a pure function of ``(seed, epoch)``, and the wrapper that gives any sampler's
+items a seed.
 
-Each yields ``(index, sample_seed)`` pairs (the batch sampler: lists of them);
-:class:`~litstarter.data.dataset.ArrayImageDataset` draws the random augmentation for that sample from
-``sample_seed``. Lightning calls ``set_epoch`` on the train sampler at the start of every epoch (as it does
-for ``DistributedSampler``), so shuffling and augmentation replay exactly after a resume, and no worker's
-RNG state leaks into the data.
+Ours yield ``(index, sample_seed)`` pairs (the batch sampler: lists of them); any other sampler's plain indices
+get a seed from :class:`SeedEachItem`. :class:`~litstarter.data.dataset.ArrayImageDataset` draws each training
+sample's augmentation from its seed. Lightning calls ``set_epoch`` on the train sampler at the start of every
+epoch (as it does for ``DistributedSampler``), so shuffling and augmentation replay exactly after a resume, and no
+worker's RNG state leaks into the data.
 """
 
 from __future__ import annotations
@@ -51,6 +52,38 @@ class EpochShuffleSampler(Sampler[tuple[int, int]]):
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+class SeedEachItem(Sampler[tuple[int, int]]):
+    """Any sampler's items as ``(index, seed)`` pairs, the seed a function of ``(seed, epoch, position)``.
+
+    So that a stock sampler (``WeightedRandomSampler``, ``RandomSampler``, ``DistributedSampler``, your own) keeps
+    per-sample, reproducible augmentation. Items that are pairs already (our samplers') pass through.
+
+    Args:
+        sampler: The sampler of indices; ``set_epoch`` is passed on to it.
+        seed: Base seed shared by every process.
+    """
+
+    def __init__(self, sampler: Sampler[int], seed: int = 0) -> None:
+        self.sampler = sampler
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch whose seeds to draw next (and pass it on)."""
+        self.epoch = epoch
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(epoch)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        draws = max(1, len(self.sampler))
+        seeds = np.random.default_rng([self.seed, self.epoch]).integers(0, 2**62, draws).tolist()  # (N,)
+        for position, item in enumerate(self.sampler):
+            yield tuple(item) if isinstance(item, (tuple, list)) else (int(item), seeds[position % len(seeds)])
+
+    def __len__(self) -> int:
+        return len(self.sampler)
 
 
 def _class_counts(labels: np.ndarray) -> np.ndarray:

@@ -8,8 +8,7 @@ import torch
 from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 
-from litstarter._engine.augment import workers
-from litstarter.data import ArrayImageDataset, DigitsDataModule, EpochShuffleSampler, FastAugmentation
+from litstarter.data import ArrayImageDataset, EpochShuffleSampler, FastAugmentation
 
 
 def _dataset(augmentation, n: int = 12, size: int = 16) -> ArrayImageDataset:
@@ -39,9 +38,8 @@ def test_a_stock_transform_is_a_function_of_each_samples_seed(transform) -> None
         assert torch.equal(image, again) and label == again_label
     reseeded = dataset.__getitems__([(i, 5000 + i) for i in range(12)])
     assert any(not torch.equal(a[0], b[0]) for a, b in zip(batch, reseeded, strict=True))
-    plain = dataset.__getitems__(list(range(12)))  # plain indices: the eval view, never augmented
-    for i, (image, _) in enumerate(plain):
-        assert torch.equal(image, torch.from_numpy(dataset.images[i, :, 1:-1, 1:-1]))
+    eval_images, _ = dataset.eval_view(range(12))  # the un-augmented view: the centre crop
+    np.testing.assert_array_equal(eval_images, dataset.images[:12, :, 1:-1, 1:-1])
 
 
 def test_an_epoch_replays_exactly_from_the_sampler_with_a_stock_transform() -> None:
@@ -73,20 +71,3 @@ def test_the_fast_augmentation_is_a_v2_transform_too() -> None:
     assert torch.equal(
         v2.Compose([FastAugmentation(crop_scale=None, hflip=1.0, color_jitter=0.0)])(image), image.flip(-1)
     )
-
-
-def test_loader_workers_start_with_lightnings_seeding_then_the_heap_tuning(tmp_path, monkeypatch) -> None:
-    calls = tmp_path / "calls"
-
-    def recording_pl_init(worker_id: int, rank: int | None = None) -> None:
-        with open(calls, "a") as f:
-            f.write(f"pl {worker_id}\n")
-
-    monkeypatch.setattr(workers, "pl_worker_init_function", recording_pl_init)  # inherited by the forked workers
-    dm = DigitsDataModule(num_workers=2, batch_size=64)
-    dm.setup("fit")
-    loader = dm.train_dataloader()
-    assert loader.worker_init_fn is workers.init_loader_worker
-    for _ in loader:  # a whole epoch: both workers have started (the first batch may come before one has)
-        pass
-    assert sorted(calls.read_text().split("\n")[:-1]) == ["pl 0", "pl 1"]

@@ -15,7 +15,7 @@ from torch.utils.data import SequentialSampler
 from litstarter._engine.errors import UsageError
 from litstarter._engine.images.stats import channel_stats
 from litstarter.data import ImageFolderDataModule
-from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler
+from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler, SeedEachItem
 from litstarter.task import ImageClassifier
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, best_checkpoint, make_image_folder, run_cli
 
@@ -39,7 +39,7 @@ def test_links_for_the_model_are_known_at_construction(three_classes: Path, tmp_
     dm = ImageFolderDataModule(str(three_classes), image_size=[20, 24], channels=1, cache_dir=str(tmp_path))
     assert dm.class_names == ["ant", "bee", "cat"] and dm.num_classes == 3
     assert dm.channels == 1 and dm.image_size == (20, 24)
-    assert dm.class_to_idx == {"ant": 0, "bee": 1, "cat": 2}
+    assert dm.folder.class_to_idx == {"ant": 0, "bee": 1, "cat": 2}
     assert not (tmp_path / "cache").exists()  # nothing is decoded before prepare_data
 
 
@@ -64,7 +64,10 @@ def test_the_sampler_option_picks_the_train_sampler(three_classes: Path, tmp_pat
         for _, labels in loader:
             assert torch.bincount(labels, minlength=3).tolist() == [2, 2, 2]
     else:
-        assert isinstance(loader.sampler, ClassWeightedSampler if sampler == "weighted" else EpochShuffleSampler)
+        assert isinstance(loader.sampler, SeedEachItem)  # the seeds for the augmentation, around the sampler
+        assert isinstance(
+            loader.sampler.sampler, ClassWeightedSampler if sampler == "weighted" else EpochShuffleSampler
+        )
         images, labels = next(iter(loader))
         assert images.shape == (6, 3, 16, 16) and images.dtype == torch.uint8
 

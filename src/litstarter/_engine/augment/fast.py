@@ -1,7 +1,8 @@
-"""The built-in fast augmentation: random resized crop, flip and colour jitter, batched, drawn from per-sample seeds.
+"""The kernels of ``FastAugmentation`` (``litstarter/data/augmentation.py``): random resized crop, flip, colour jitter
+and recolouring, batched, every random choice drawn from the sample's own seed.
 
-You can ignore this module: it is one augmentation among others (see :mod:`litstarter.data.augmentation`), the
-default because it is several times faster than the same operations from torchvision one sample at a time.
+The augmentation itself (its settings, its place among the other choices) is the project's; this is how it runs
+several times faster than the same operations from torchvision one sample at a time.
 
 The sampler gives every draw of every sample a seed, a function of ``(seed, epoch, position)``. All random
 choices for that draw (crop box, flip, jitter factors) are fixed numbers of a counter-based generator keyed
@@ -14,70 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import torch
 import torch.nn.functional as nn_functional
-from torchvision.transforms import v2
 
 from ..images.crop import center_crop_or_resize
 from .recolour import recolour
-
-
-class FastAugmentation(v2.Transform):
-    """Random resized crop, horizontal flip and colour jitter, drawn from each sample's seed and run per batch.
-
-    The default ``data.augmentation``. ``ArrayImageDataset`` applies it to a whole batch at once with
-    :func:`augment_batch`, every random choice a pure function of the sample's seed (exact replay on resume).
-    Called on one ``(C, H, W)`` uint8 image like any v2 transform, it draws a seed from torch's generator and
-    keeps the image's size.
-
-    Args:
-        crop_scale: Area range of the random resized crop, as fractions of the image; ``null`` turns it off.
-        crop_ratio: Aspect-ratio range of the random resized crop.
-        hflip: Probability of a horizontal flip. Off (0) by default: a mirrored digit, letter or scan is often
-            another class or none; 0.5 for photos where a mirror image shows the same class.
-        color_jitter: Strength of brightness/contrast/saturation jitter, e.g. 0.2 for +-20%; 0 turns it off.
-        invert: Probability of inverting an image (light on dark becomes dark on light).
-        channel_shuffle: Probability of reordering an RGB image's colour channels (red ink becomes blue).
-    """
-
-    def __init__(
-        self,
-        crop_scale: tuple[float, float] | None = (0.35, 1.0),
-        crop_ratio: tuple[float, float] = (3 / 4, 4 / 3),
-        hflip: float = 0.0,
-        color_jitter: float = 0.1,
-        invert: float = 0.0,
-        channel_shuffle: float = 0.0,
-    ) -> None:
-        super().__init__()
-        self.crop_scale = None if crop_scale is None else tuple(crop_scale)
-        self.crop_ratio = tuple(crop_ratio)
-        self.hflip = hflip
-        self.color_jitter = color_jitter
-        self.invert = invert
-        self.channel_shuffle = channel_shuffle
-
-    def forward(self, image: torch.Tensor) -> torch.Tensor:
-        """One ``(C, H, W)`` uint8 image, augmented at its own size from a seed drawn from torch's generator."""
-        seed = int(torch.randint(0, 2**62, ()))
-        return self.augment_batch(image[None], tuple(image.shape[-2:]), [seed])[0]
-
-    def augment_batch(
-        self, images: torch.Tensor, size: tuple[int, int], seeds: Sequence[int] | np.ndarray
-    ) -> torch.Tensor:
-        """:func:`augment_batch` with these settings (a method: the data modules' default is a jsonargparse
-        ``lazy_instance``, so that ``config.yaml`` can name it, and such an instance is built on its first method
-        call)."""
-        return augment_batch(images, size, self, seeds)
-
-    def extra_repr(self) -> str:
-        return (
-            f"crop_scale={self.crop_scale}, crop_ratio={self.crop_ratio}, hflip={self.hflip}, "
-            f"color_jitter={self.color_jitter}, invert={self.invert}, channel_shuffle={self.channel_shuffle}"
-        )
-
 
 #: Crop attempts before the centred fallback, as torchvision's ``RandomResizedCrop``.
 CROP_ATTEMPTS = 10
@@ -157,7 +102,18 @@ def random_resized_crop_boxes(
     return boxes
 
 
-def augment(image: torch.Tensor, size: tuple[int, int], aug: FastAugmentation, seed: int) -> torch.Tensor:
+class Settings(Protocol):
+    """What the kernels read of an augmentation (``FastAugmentation``'s arguments)."""
+
+    crop_scale: tuple[float, float] | None
+    crop_ratio: tuple[float, float]
+    hflip: float
+    color_jitter: float
+    invert: float
+    channel_shuffle: float
+
+
+def augment(image: torch.Tensor, size: tuple[int, int], aug: Settings, seed: int) -> torch.Tensor:
     """Apply the random training augmentation to one ``(C, H, W)`` uint8 image; returns ``(C, *size)`` uint8."""
     return augment_batch(image[None], size, aug, [seed])[0]
 
@@ -171,7 +127,7 @@ MAX_BATCHED_SHRINK = 1.25
 
 
 def augment_batch(
-    images: torch.Tensor, size: tuple[int, int], aug: FastAugmentation, seeds: Sequence[int] | np.ndarray
+    images: torch.Tensor, size: tuple[int, int], aug: Settings, seeds: Sequence[int] | np.ndarray
 ) -> torch.Tensor:
     """Augment ``(B, C, H, W)`` uint8 images, sample ``i`` drawing every random choice from ``seeds[i]``.
 

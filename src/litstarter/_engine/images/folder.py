@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from pathlib import Path
 from typing import Literal
 
 from ..cores import available_cores
 from ..errors import UsageError
 from .cache import ImageCache, cache_key, load_cache
-from .cache_build import bad_files_error, build_cache
+from .cache_build import bad_files_error, build_cache, warn_skipped
 from .channels import channels_for, header_modes
 from .classes import select_classes
 from .layout import detect_layout, list_sources
+from .leakage import warn_leakage
 from .preprocess import as_size, resize_size_for
 from .splits import Listing, SourceFile
 
@@ -138,6 +140,18 @@ class CachedImageFolder:
         channels, reason = channels_for(header_modes(paths))
         log.info("data.channels: auto -> %d: %s", channels, reason)
         return channels
+
+    def prepare(self) -> tuple[ImageCache, str]:
+        """What a fit does with the folder: list it, reuse or build the cache, and warn about what the listing left
+        out, bad files skipped and images in more than one split. Returns the cache and the layout line to print."""
+        listing = self.listing()
+        if listing.notes:
+            warnings.warn(f"data.root '{self.root}': {listing.notes}", stacklevel=2)
+        cache = self.load_or_build(listing)
+        warn_skipped(self.root, cache.folder, cache.skipped)
+        warn_leakage(cache)
+        counts = {split: int(cache.manifest["splits"][split]["shape"][0]) for split in cache.splits}
+        return cache, listing.summary(counts)
 
     def load_or_build(self, listing: Listing | None = None, on_bad_file: str | None = None) -> ImageCache:
         """Reuse the cache if it matches the files as listed, else build it (with a progress bar).

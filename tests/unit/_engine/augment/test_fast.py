@@ -12,7 +12,6 @@ from torchvision.transforms.v2 import functional as F
 
 from litstarter._engine.augment.fast import (
     MAX_BATCHED_SHRINK,
-    FastAugmentation,
     _color_jitter_,
     augment,
     augment_batch,
@@ -21,6 +20,7 @@ from litstarter._engine.augment.fast import (
     resized_crop_batch,
     uniforms,
 )
+from litstarter.data.augmentation import FastAugmentation
 
 
 def test_uniforms_are_a_pure_function_of_each_seed() -> None:

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from litstarter._engine.augment.fast import FastAugmentation, augment_batch
+from litstarter._engine.augment.fast import augment_batch
 from litstarter._engine.augment.recolour import recolour
+from litstarter.data.augmentation import FastAugmentation
 
 
 def _images(n: int, channels: int = 3) -> torch.Tensor:

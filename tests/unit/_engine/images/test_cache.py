@@ -99,7 +99,7 @@ def test_bad_files_stop_the_build_with_one_message_listing_every_one(tmp_path: P
         line = next(line for line in message.splitlines() if str(root / rel) in line)
         assert reason in line, line
     assert "data.on_bad_file=skip" in message
-    folder = dm.cache_folder()
+    folder = dm.folder.cache_folder()
     assert not (folder / MANIFEST).exists() and not list(folder.glob("*.u8")) and not list(folder.glob(".*"))
 
 
@@ -109,7 +109,7 @@ def test_skip_leaves_bad_files_out_warns_with_the_count_and_lists_them_in_the_ma
     dm = module(root, tmp_path / "cache", on_bad_file="skip")
     with pytest.warns(UserWarning, match=r"left out 4 unreadable image file\(s\)"):
         dm.prepare_data()
-    manifest = json.loads((dm.cache_folder() / MANIFEST).read_text())
+    manifest = json.loads((dm.folder.cache_folder() / MANIFEST).read_text())
     assert {s["path"] for s in manifest["skipped"]} == set(bad)
     assert all(s["reason"] for s in manifest["skipped"])
     kept = cached_files(dm, "train") + cached_files(dm, "val")
@@ -127,10 +127,17 @@ def test_build_cache_drops_bad_files_only_when_told_to_skip(tmp_path: Path) -> N
     root = make_image_folder(tmp_path / "root", {"a": 4, "b": 4})
     (root / "b" / "empty.png").write_bytes(b"")
     dm = module(root, tmp_path / "cache")
-    sources = dm.listing().sources
+    sources = dm.folder.listing().sources
     with pytest.raises(BadInputError, match=r"1 image file\(s\) under .* could not be read"):
         cache_module.build_cache(
-            dm.cache_folder(), root, dm.cache_params(), sources, dm.class_to_idx, 3, dm.resize_size, on_bad_file="Skip"
+            dm.folder.cache_folder(),
+            root,
+            dm.folder.cache_params(),
+            sources,
+            dm.folder.class_to_idx,
+            3,
+            dm.resize_size,
+            on_bad_file="Skip",
         )
 
 
@@ -149,7 +156,7 @@ def test_unchanged_files_reuse_the_cache_without_decoding(tmp_path: Path, monkey
     first = module(root, tmp_path / "cache")
     first.prepare_data()
     assert not first.cache.reused
-    inode = (first.cache_folder() / "train.u8").stat().st_ino
+    inode = (first.folder.cache_folder() / "train.u8").stat().st_ino
 
     def no_decoding(*args, **kwargs):
         raise AssertionError("the cache was rebuilt although nothing changed")
@@ -157,8 +164,8 @@ def test_unchanged_files_reuse_the_cache_without_decoding(tmp_path: Path, monkey
     monkeypatch.setattr(cache_module, "try_load_image", no_decoding)
     second = module(root, tmp_path / "cache")
     second.setup("fit")  # setup alone (the other DDP ranks) only loads
-    assert second.cache.reused and second.cache_folder() == first.cache_folder()
-    assert (second.cache_folder() / "train.u8").stat().st_ino == inode
+    assert second.cache.reused and second.folder.cache_folder() == first.folder.cache_folder()
+    assert (second.folder.cache_folder() / "train.u8").stat().st_ino == inode
     assert second.normalization() == first.normalization()
 
 
@@ -186,7 +193,7 @@ def test_a_changed_file_or_preprocessing_parameter_rebuilds(tmp_path: Path, chan
         expected = load_image(root / "a" / "000.png", 3, after.resize_size)
         np.testing.assert_array_equal(cached_pixels(after, "a/000.png"), expected)
     if change in ("image_size", "channels", "seed"):
-        assert after.cache_folder() != before.cache_folder()  # one folder per parameter set
+        assert after.folder.cache_folder() != before.folder.cache_folder()  # one folder per parameter set
         assert after.cache.images("train").shape[1:] == (after.channels, *after.resize_size)
     # And the new state is reused in turn.
     again = module(root, tmp_path / "cache", **kwargs)
@@ -212,18 +219,18 @@ def test_a_killed_build_is_never_trusted(tmp_path: Path) -> None:
     root = make_image_folder(tmp_path / "root", {"a": 6, "b": 6})
     complete = module(root, tmp_path / "cache")
     complete.prepare_data()
-    folder = complete.cache_folder()
+    folder = complete.folder.cache_folder()
     write_image(root / "a" / "000.png", (30, 30), seed=42)  # forces a rebuild ...
     child = multiprocessing.get_context("fork").Process(target=_build_then_die, args=(root, tmp_path / "cache"))
     child.start()
     child.join(60)
     assert child.exitcode == 3  # ... that is killed half-way through decoding
     # The old manifest and arrays are untouched and consistent, but describe files that changed: not trusted.
-    sources = complete.listing().sources
+    sources = complete.folder.listing().sources
     leftovers = list(folder.glob(".*.tmp"))  # the dead build's, named for its pid and host
     assert leftovers and all(f".{child.pid}@" in p.name for p in leftovers)
-    params = complete.cache_params()
-    assert (folder / MANIFEST).exists() and load_cache(folder, params, sources, complete.class_to_idx) is None
+    params = complete.folder.cache_params()
+    assert (folder / MANIFEST).exists() and load_cache(folder, params, sources, complete.folder.class_to_idx) is None
     assert not list(folder.glob(".*.tmp"))  # the next run removed them: their process is gone
     rebuilt = module(root, tmp_path / "cache")
     rebuilt.prepare_data()
@@ -242,7 +249,7 @@ def test_builders_on_two_hosts_sharing_the_folder_never_clobber_each_other(tmp_p
 
     def node_b_builds_midway(*args, **kwargs):
         if not seen_tmp:
-            seen_tmp.extend(p.name for p in node_a.cache_folder().glob(".*.tmp"))  # A's, mid-decode
+            seen_tmp.extend(p.name for p in node_a.folder.cache_folder().glob(".*.tmp"))  # A's, mid-decode
             monkeypatch.setattr(socket, "gethostname", lambda: "node-b")
             node_b.prepare_data()
             monkeypatch.setattr(socket, "gethostname", real_host)
@@ -254,10 +261,10 @@ def test_builders_on_two_hosts_sharing_the_folder_never_clobber_each_other(tmp_p
     assert seen_tmp and all(name.endswith(f".{token_a}.tmp") for name in seen_tmp)  # named for A's host and pid
     assert not node_b.cache.reused  # B built it ...
     assert node_a.cache.reused and node_a.cache.manifest == node_b.cache.manifest  # ... and A took B's cache
-    folder = node_a.cache_folder()
+    folder = node_a.folder.cache_folder()
     assert not list(folder.glob(".*.tmp"))  # neither builder left (or lost) temporary files
-    sources = node_a.listing().sources
-    assert load_cache(folder, node_a.cache_params(), sources, node_a.class_to_idx) is not None
+    sources = node_a.folder.listing().sources
+    assert load_cache(folder, node_a.folder.cache_params(), sources, node_a.folder.class_to_idx) is not None
     monkeypatch.setattr(cache_module, "try_load_image", real_decode)
     for split in ("train", "val"):
         for rel in cached_files(node_a, split):
@@ -269,8 +276,8 @@ def test_a_damaged_cache_is_rebuilt(tmp_path: Path) -> None:
     root = make_image_folder(tmp_path / "root", {"a": 6, "b": 6})
     dm = module(root, tmp_path / "cache")
     dm.prepare_data()
-    folder, params, classes = dm.cache_folder(), dm.cache_params(), dm.class_to_idx
-    sources = dm.listing().sources
+    folder, params, classes = dm.folder.cache_folder(), dm.folder.cache_params(), dm.folder.class_to_idx
+    sources = dm.folder.listing().sources
     assert load_cache(folder, params, sources, classes) is not None
     with open(folder / "train.u8", "r+b") as f:  # a torn array file
         f.truncate(100)

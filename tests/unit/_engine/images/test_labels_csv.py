@@ -41,7 +41,7 @@ def test_split_column_takes_split_aliases_and_labels_are_names(pool: Path, tmp_p
     write_csv(pool / "labels.csv", rows)
     with caplog.at_level("INFO"):
         dm = module(pool, tmp_path, "labels.csv")
-    assert dm.class_names == ["10", "2"] and dm.layout.kind == "labels"
+    assert dm.class_names == ["10", "2"] and dm.folder.layout.kind == "labels"
     assert (len(dm.train_set), len(dm.val_set), dm.test_split) == (8, 4, "val")
     assert "layout labels file" in caplog.text and "train 8 (labels.csv split=train)" in caplog.text
     assert "no test split: test-after-fit tests on val" in caplog.text

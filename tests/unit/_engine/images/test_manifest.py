@@ -44,11 +44,13 @@ def built(tmp_path: Path) -> ImageFolderDataModule:
 
 
 def reload(dm: ImageFolderDataModule):
-    return load_cache(dm.cache_folder(), dm.cache_params(), dm.listing().sources, dm.class_to_idx)
+    return load_cache(
+        dm.folder.cache_folder(), dm.folder.cache_params(), dm.folder.listing().sources, dm.folder.class_to_idx
+    )
 
 
 def edit_manifest(dm: ImageFolderDataModule, edit) -> None:
-    path = dm.cache_folder() / MANIFEST
+    path = dm.folder.cache_folder() / MANIFEST
     manifest = json.loads(path.read_text())
     path.write_text(json.dumps(edit(manifest)))
 
@@ -140,7 +142,7 @@ def test_a_file_edited_with_its_old_mtime_and_size_is_not_reused_stale(tmp_path:
 
 
 def test_a_damaged_array_block_is_found_and_rebuilt(built, caplog) -> None:
-    images = built.cache_folder() / "train.u8"
+    images = built.folder.cache_folder() / "train.u8"
     data = bytearray(images.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one bit pattern flipped, the file size unchanged
     images.write_bytes(bytes(data))
@@ -181,7 +183,7 @@ def test_cache_verify_full_finds_damage_the_sample_skips(tmp_path: Path) -> None
     entry = dm.cache.manifest["splits"]["train"]
     n_blocks = len(entry["checksums"]["images"])
     assert n_blocks > 2 + SAMPLED_BLOCKS
-    images = dm.cache_folder() / "train.u8"
+    images = dm.folder.cache_folder() / "train.u8"
     data = bytearray(images.read_bytes())
     for block in range(1, n_blocks - 1):  # every middle block damaged; first and last intact
         data[block * entry["checksums"]["block_size"]] ^= 0xFF
