@@ -19,19 +19,16 @@ registered with, or a path to a weights file.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 from pathlib import Path
 
 from torch import nn
 
-from litstarter._engine.errors import BadInputError, UsageError
+from litstarter._engine.errors import UsageError
+from litstarter._engine.trust import import_class
 
 BackboneFactory = Callable[..., nn.Module]
-
-#: Class paths under this prefix are this package's own code: they load without ``trust_model``.
-OWN_PREFIX = __name__.split(".")[0] + "."
 
 _REGISTRY: dict[str, BackboneFactory] = {}
 _WEIGHT_NAMES: dict[str, Callable[[], list[str]]] = {}
@@ -62,49 +59,18 @@ class BackboneError(UsageError, ValueError):
     """``model.backbone`` names no registered backbone and no importable ``nn.Module`` class (exit 2, one line)."""
 
 
-class UntrustedBackboneError(BadInputError):
-    """A checkpoint names a backbone class outside this package, and ``trust_model`` was not given."""
-
-
 def is_class_path(name: str) -> bool:
     """Whether ``name`` is a class path (``package.module.Class``) rather than a registered name."""
     return name not in _REGISTRY and "." in name.strip(".")
 
 
-def backbone_class(class_path: str, trust_model: bool = True) -> type[nn.Module]:
-    """Import the ``nn.Module`` subclass named by ``class_path``; nothing else is ever returned (so called).
-
-    Args:
-        class_path: ``package.module.Class``.
-        trust_model: Allow a class outside this package (importing its module runs that module's code).
-
-    Raises:
-        UntrustedBackboneError: For a class outside this package without ``trust_model``.
-        ValueError: If the module does not import, or the name is not an ``nn.Module`` subclass.
-    """
-    module_name, _, attribute = class_path.rpartition(".")
-    if not class_path.startswith(OWN_PREFIX) and not trust_model:
-        raise UntrustedBackboneError(
-            f"the model's backbone is {class_path}, code from outside {OWN_PREFIX[:-1]}: loading it imports and runs "
-            "that module. Pass --trust_model only if you trust whoever wrote it"
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise BackboneError(
-            f"model.backbone {class_path!r}: cannot import {module_name!r} ({err}); is your module installed or on "
-            f"PYTHONPATH? Registered names: {list_backbones()}"
-        ) from None
-    cls = getattr(module, attribute, None)
-    if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
-        raise BackboneError(f"model.backbone {class_path!r} is not an nn.Module subclass (got {type(cls).__name__})")
-    return cls
-
-
 def _factory(name: str, trust_model: bool = True) -> BackboneFactory:
     """The registered factory, or the class a class path names."""
     if is_class_path(name):
-        return backbone_class(name, trust_model)
+        try:
+            return import_class(name, nn.Module, trust_model, "model.backbone", kind="nn.Module")
+        except UsageError as err:  # not the refusal of an untrusted class: that is no usage mistake
+            raise BackboneError(f"{err}. Registered names: {list_backbones()}") from None
     _check_name(name)
     return _REGISTRY[name]
 
@@ -188,7 +154,7 @@ def create_backbone(
     Raises:
         ValueError: If ``name`` is neither registered nor an importable ``nn.Module`` class, ``weights`` does not
             fit it, or the module built lacks an int ``num_features``; the message lists the valid names.
-        UntrustedBackboneError: For a class outside this package without ``trust_model``.
+        UntrustedCodeError: For a class outside this package without ``trust_model``.
     """
     factory = _factory(name, trust_model)
     check_weights(name, weights)

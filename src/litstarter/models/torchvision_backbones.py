@@ -10,13 +10,9 @@ dropout, ConvNeXt's final LayerNorm), because pretrained weights exist for it.
 downloaded into ``torch.hub.get_dir()/checkpoints/`` on first use) or a path to a state_dict file in
 torchvision's layout (the classifier's last layer may be in it; it is dropped).
 
-Input channels other than 3 adapt the first convolution (the *stem*), with a log line saying so:
-
-* pretrained, 1 channel: the RGB filters are summed, so a grayscale image gives the response the RGB network
-  gives that image replicated into R=G=B;
-* pretrained, C channels: the RGB filters are repeated cyclically over the C channels and scaled by 3/C
-  (timm's rule), which keeps the response for an input whose channels are alike;
-* random init: a new stem for C channels, drawn at the scale of the one it replaces.
+Input channels other than 3 adapt the first convolution (the *stem*), with a log line saying so: pretrained, its
+RGB filters are summed (1 channel) or repeated and scaled (``_engine/pretrained.py`` has the rule); random, a new
+stem for C channels is drawn at the scale of the one it replaces.
 """
 
 from __future__ import annotations
@@ -24,21 +20,16 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlparse
 
 import torch
 import torchvision
 from torch import nn
 
-from litstarter._engine.checkpoints import load_torch_file, state_dict_differences
-from litstarter._engine.errors import BadInputError, UsageError
+from litstarter._engine.pretrained import RGB, download_state_dict, load_pretrained, read_state_dict_file
 from litstarter.models.registry import is_weights_path, register_backbone
 
 log = logging.getLogger(__name__)
-
-# torchvision expects 3-channel (RGB) input; its pretrained stems have 3 input channels.
-RGB = 3
 
 
 @dataclass(frozen=True)
@@ -75,16 +66,6 @@ def weights_file_name(arch: str, name: str) -> str:
     return os.path.basename(urlparse(torchvision.models.get_model_weights(arch)[name].url).path)
 
 
-def adapt_stem_weight(weight: torch.Tensor, in_channels: int) -> torch.Tensor:
-    """Pretrained RGB stem filters ``(O, 3, kh, kw)`` -> ``(O, in_channels, kh, kw)`` by the rule in the module doc."""
-    if in_channels == weight.shape[1]:
-        return weight
-    if in_channels == 1:
-        return weight.sum(dim=1, keepdim=True)
-    repeat = torch.arange(in_channels) % weight.shape[1]
-    return weight[:, repeat] * (weight.shape[1] / in_channels)
-
-
 def _replace(model: nn.Module, path: str, module: nn.Module) -> None:
     parent_path, _, name = path.rpartition(".")
     parent = model.get_submodule(parent_path) if parent_path else model
@@ -104,89 +85,6 @@ def _conv_like(conv: nn.Conv2d, in_channels: int) -> nn.Conv2d:
         bias=conv.bias is not None,
         padding_mode=conv.padding_mode,
     )
-
-
-class WeightsUnavailableError(UsageError, RuntimeError):
-    """Pretrained weights that are neither in torch's hub folder nor downloadable (offline): exit 2, one sentence."""
-
-
-def download_weights(arch: str, name: str) -> dict[str, torch.Tensor]:
-    """torchvision's weights ``name`` for ``arch``: from ``torch.hub.get_dir()/checkpoints/`` or downloaded there.
-
-    Raises:
-        WeightsUnavailableError: (a RuntimeError) If the file is not there and cannot be downloaded (offline); the
-            message says which file
-            torchvision looks for, where to put it, and how to use a local file instead.
-    """
-    url = torchvision.models.get_model_weights(arch)[name].url
-    try:
-        # The hub looks in its checkpoints folder first and only downloads what is not there.
-        return torch.hub.load_state_dict_from_url(url, map_location="cpu", check_hash=True, weights_only=True)
-    except OSError as err:  # URLError, socket timeouts, DNS failures are all OSErrors
-        file_name = weights_file_name(arch, name)
-        folder = Path(torch.hub.get_dir()) / "checkpoints"
-        raise WeightsUnavailableError(
-            f"cannot get the {arch} weights {name!r}: the download of {url} failed ({err}). Offline? torchvision"
-            f" looks for the file\n  {file_name}\nin\n  {folder}/\n(torch.hub.get_dir()/checkpoints; set TORCH_HOME"
-            f" to move it). Copy the file there from a machine that is online, or point the weights setting at a"
-            f" local file instead, e.g.  model.weights: /path/to/{file_name}"
-        ) from err
-
-
-def read_weights_file(path: str | os.PathLike, arch: str) -> dict[str, torch.Tensor]:
-    """A state_dict in torchvision's layout from ``path``, loaded with ``torch.load(..., weights_only=True)``.
-
-    Raises:
-        FileNotFoundError: If ``path`` does not exist.
-        ValueError: If the file is not a flat state_dict (a Lightning checkpoint is pointed at ``init_from``).
-    """
-
-    state = load_torch_file(path)
-    if isinstance(state, dict) and "state_dict" in state:
-        raise BadInputError(
-            f"weights file {path} is a training checkpoint (it has a 'state_dict' entry), not {arch} weights in"
-            " torchvision's layout; start from it with model.init_from instead"
-        )
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise BadInputError(
-            f"weights file {path} is not a state_dict (a dict of tensors); found {type(state).__name__}"
-        )
-    return state
-
-
-def load_torchvision_state(model: nn.Module, arch: str, state: dict[str, torch.Tensor], source: str) -> None:
-    """Load torchvision-layout ``state`` into the stripped ``model``: the last layer's tensors are dropped, the stem
-    is adapted to the model's channels. Every other tensor must fit exactly.
-
-    Raises:
-        ValueError: If keys are missing or unexpected, or shapes differ; the message names them and ``source``.
-    """
-    family = FAMILIES[arch]
-    state = {k: v for k, v in state.items() if not k.startswith(family.last_layer + ".")}
-    stem_key = family.stem + ".weight"
-    in_channels = model.get_submodule(family.stem).in_channels
-    if stem_key in state and state[stem_key].shape[1] != in_channels:
-        if state[stem_key].shape[1] != RGB:
-            raise BadInputError(
-                f"{source}: stem {stem_key} has {state[stem_key].shape[1]} input channels; expected {RGB} (to adapt)"
-                f" or {in_channels}"
-            )
-        rule = (
-            "summing the RGB filters" if in_channels == 1 else f"repeating the RGB filters, scaled by 3/{in_channels}"
-        )
-        log.info(
-            "%s: adapted the pretrained 3-channel stem %s to %d channel(s) by %s", arch, stem_key, in_channels, rule
-        )
-        state[stem_key] = adapt_stem_weight(state[stem_key], in_channels)
-
-    missing, unexpected, mismatched = state_dict_differences(model, state)
-    if missing or unexpected or mismatched:
-        raise BadInputError(
-            f"{source} does not fit {arch}: missing {missing[:5]} ({len(missing)} in all),"
-            f" unexpected {unexpected[:5]} ({len(unexpected)} in all), shape mismatch"
-            f" {mismatched[:5]}. Is it a state_dict of another architecture?"
-        )
-    model.load_state_dict(state)
 
 
 def torchvision_backbone(arch: str, in_channels: int = RGB, weights: str | None = None) -> nn.Module:
@@ -212,10 +110,15 @@ def torchvision_backbone(arch: str, in_channels: int = RGB, weights: str | None 
             log.debug("%s: new random stem %s for %d input channel(s)", arch, family.stem, in_channels)
     if weights is not None:
         if is_weights_path(weights, weight_names(arch)):
-            state, source = read_weights_file(weights, arch), f"weights file {weights}"
+            state = read_state_dict_file(weights, f"{arch} weights in torchvision's layout")
+            source = f"weights file {weights}"
         else:
-            state, source = download_weights(arch, weights), f"torchvision weights {arch} {weights}"
-        load_torchvision_state(model, arch, state, source)
+            url = torchvision.models.get_model_weights(arch)[weights].url
+            state, source = (
+                download_state_dict(url, f"the {arch} weights {weights!r}"),
+                f"torchvision weights {arch} {weights}",
+            )
+        load_pretrained(model, state, family.stem, family.last_layer, source, arch)
         log.info("%s: loaded %s", arch, source)
     return model
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from litstarter.models import create_backbone
-from litstarter.models.registry import BackboneError, UntrustedBackboneError
+from litstarter._engine.trust import UntrustedCodeError
+from litstarter.models.registry import BackboneError
 
 MINE = "tests.examples.my_backbones"
 
@@ -26,6 +27,6 @@ def test_only_an_nn_module_class_meeting_the_contract_is_built() -> None:
 
 
 def test_a_class_from_outside_the_package_needs_trust_and_ours_does_not() -> None:
-    with pytest.raises(UntrustedBackboneError, match="tests.examples.my_backbones.TinyNet.*--trust_model"):
+    with pytest.raises(UntrustedCodeError, match="tests.examples.my_backbones.TinyNet.*--trust_model"):
         create_backbone(f"{MINE}.TinyNet", trust_model=False)
     assert create_backbone("litstarter.models.small_cnn.SmallCNN", trust_model=False).num_features > 0

@@ -20,7 +20,7 @@ def classifier_from_checkpoint(path: str | os.PathLike, trust_model: bool = Fals
         FileNotFoundError: If ``path`` does not exist.
         CheckpointError: If the file is refused by ``weights_only=True``, is not a litstarter checkpoint, or its
             weights do not fit the architecture its hyper-parameters describe.
-        UntrustedBackboneError: For a backbone from outside this package without ``trust_model``.
+        UntrustedCodeError: For a backbone from outside this package without ``trust_model``.
     """
     checkpoint = load_torch_file(path)
     if not isinstance(checkpoint, dict) or not {"state_dict", "hyper_parameters"} <= checkpoint.keys():
