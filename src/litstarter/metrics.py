@@ -27,13 +27,10 @@ CONFUSION_MATRIX = "confusion_matrix"
 def classification_metrics(num_classes: int, stage: str) -> MetricCollection:
     """The metric set of one stage, with keys prefixed ``<stage>/``. Update it with probabilities ``(B, K)``.
 
-    * ``train``: ``acc``, ``f1_macro`` (kept cheap: the task feeds them every sample, batched over steps).
-    * ``val``: also macro and micro precision, recall and F1, per-class recall (``recall/<class>``),
-      one-vs-rest macro AUROC and the confusion matrix.
+    * ``train``: ``acc``, ``f1_macro`` (kept cheap: updated every step).
+    * ``val``: also macro precision and recall, per-class recall (``recall/<class>``), one-vs-rest macro AUROC
+      and the confusion matrix (no micro averages: for one label per image each equals ``acc``).
     * ``test``: all of ``val`` plus the expected calibration error ``ece`` (15 equal-width bins, L1).
-
-    For single-label classification micro precision, recall and F1 all equal accuracy; they are logged
-    anyway so that every report has the same columns.
 
     Args:
         num_classes: Number of classes.
@@ -48,11 +45,8 @@ def classification_metrics(num_classes: int, stage: str) -> MetricCollection:
     }
     if stage in ("val", "test"):
         metrics |= {
-            "f1_micro": MulticlassF1Score(k, average="micro"),
             "precision_macro": MulticlassPrecision(k, average="macro"),
-            "precision_micro": MulticlassPrecision(k, average="micro"),
             "recall_macro": MulticlassRecall(k, average="macro"),
-            "recall_micro": MulticlassRecall(k, average="micro"),
             "recall": MulticlassRecall(k, average=None),  # (K,): one value per class
             "auroc_macro": MulticlassAUROC(k, average="macro", thresholds=AUROC_THRESHOLDS),
             CONFUSION_MATRIX: MulticlassConfusionMatrix(k),

@@ -1,24 +1,24 @@
-"""Optimiser helpers: parameter groups (no weight decay on norm layers and biases), the gradient norm, the
-warmup + cosine schedule that the stock ``torch.optim.lr_scheduler`` set lacks, and building the configured
-scheduler (filling its ``total_steps``)."""
+"""Optimiser helpers: parameter groups (no weight decay on norm layers and biases), the gradient norm, and the
+warmup + cosine schedule that the stock ``torch.optim.lr_scheduler`` set lacks. The configured scheduler is built by
+the engine (``_engine/schedulers.py``: it fills an unset ``total_steps``)."""
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 from collections.abc import Iterable
 
 import torch
 from torch import nn
-from torch.nn.modules.batchnorm import _NormBase
 from torch.optim import Optimizer
-from torch.optim.lr_scheduler import LRScheduler, OneCycleLR, ReduceLROnPlateau
+from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
 
 from litstarter._engine.errors import UsageError
 
 # Layers whose parameters are a scale and a shift: decaying them toward 0 fights the normalisation.
-NORM_LAYERS: tuple[type[nn.Module], ...] = (_NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm, nn.RMSNorm)
+NORM_LAYERS: tuple[type[nn.Module], ...] = (
+    nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.InstanceNorm1d, nn.InstanceNorm2d,
+    nn.InstanceNorm3d, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm, nn.RMSNorm,
+)  # fmt: skip
 
 
 def weight_decay_groups(module: nn.Module) -> list[dict]:
@@ -82,11 +82,7 @@ def total_grad_norm(params: Iterable[nn.Parameter]) -> torch.Tensor:
         params: Parameters; those without a gradient are skipped.
     """
     grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return torch.zeros(())
-    if hasattr(torch.nn.utils, "get_total_norm"):  # torch >= 2.6: one fused (foreach) kernel per device
-        return torch.nn.utils.get_total_norm(grads, norm_type=2.0)
-    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    return torch.nn.utils.get_total_norm(grads, norm_type=2.0) if grads else torch.zeros(())
 
 
 class WarmupCosineLR(LRScheduler):
@@ -186,55 +182,8 @@ def scale_backbone_groups(optimizer: Optimizer, backbone_lr_scale: float) -> Non
             group["lr"] *= backbone_lr_scale
 
 
-def factory_target(factory) -> tuple[object, dict]:
-    """The scheduler class (or function) a scheduler factory builds, and the keyword arguments it was given.
-
-    Why this reads a ``functools.partial``: LightningCLI turns ``model.lr_scheduler: {class_path, init_args}`` into
-    ``functools.partial(<LightningCLI's instantiator>, SchedulerClass, **init_args)``, and no public API says which
-    class is inside. We need it to fill an unset ``total_steps`` and to give ``OneCycleLR`` one ``max_lr`` per group.
-    What breaks it: LightningCLI building scheduler callables another way (not a ``partial``, or the class not among
-    its positional arguments). Then this returns the factory itself and no keywords: ``total_steps`` stays unset and
-    the scheduler raises for it, naming the argument. A plain function or class as the factory works as is.
-    """
-    target, keywords = factory, {}
-    while isinstance(target, functools.partial):
-        keywords = {**(target.keywords or {}), **keywords}
-        classes = [a for a in target.args if inspect.isclass(a)]
-        target = classes[0] if classes else target.func
-    return target, keywords
-
-
-def build_scheduler(factory, optimizer: Optimizer, estimated_steps: int):
-    """Call the scheduler ``factory``, filling an unset ``total_steps`` with ``estimated_steps``.
-
-    ``OneCycleLR`` sets every group's rate from one ``max_lr``; to keep the groups' ratios (``backbone_lr_scale``,
-    ``scale_lr_with_batch``) each group gets ``max_lr`` x its rate / the optimiser's configured rate.
-
-    Args:
-        factory: ``model.lr_scheduler``: takes the optimiser (and keyword arguments), returns a scheduler.
-        optimizer: The optimiser, its groups' rates already scaled.
-        estimated_steps: ``trainer.estimated_stepping_batches``.
-    """
-    target, given = factory_target(factory)
-    kwargs = {}
-    if given.get("total_steps") is None and _takes(target, "total_steps"):
-        kwargs["total_steps"] = int(estimated_steps)
-    max_lr = given.get("max_lr")
-    if target is OneCycleLR and isinstance(max_lr, (int, float)):
-        base = optimizer.defaults["lr"]
-        kwargs["max_lr"] = [max_lr * group["lr"] / base for group in optimizer.param_groups]
-    return factory(optimizer, **kwargs)
-
-
 def scheduler_config(scheduler, plateau_monitor: str) -> dict:
     """Lightning's ``lr_scheduler`` entry: every optimiser step, or (``ReduceLROnPlateau``) every epoch on a metric."""
     if isinstance(scheduler, ReduceLROnPlateau):
         return {"scheduler": scheduler, "interval": "epoch", "monitor": plateau_monitor}
     return {"scheduler": scheduler, "interval": "step"}
-
-
-def _takes(target, argument: str) -> bool:
-    try:
-        return argument in inspect.signature(target).parameters
-    except (TypeError, ValueError):
-        return False

@@ -15,6 +15,7 @@ from litstarter._engine.batch_plan import ScaleMode, batch_plan, scale_lr
 from litstarter._engine.checkpoints import compile_child, match_keys, uncompile_child, uncompiled_keys
 from litstarter._engine.errors import UsageError
 from litstarter._engine.init_from import TransferReport, load_matching_weights
+from litstarter._engine.schedulers import build_scheduler
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.losses import ClassWeights, cross_entropy, inverse_frequency_weights
 from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
@@ -25,10 +26,6 @@ from litstarter.models.classifier import architecture_of, build_classifier
 PLATEAU_MONITOR = "val/loss"
 # The registry is the one list of named backbones: --help shows it. Any other string is a class path of your own.
 BackboneName = Literal[tuple(list_backbones())]
-
-
-#: Train-metric updates are batched over this many steps (see ``ImageClassifier._update_train_metrics``).
-TRAIN_METRICS_EVERY = 50
 
 
 class ImageClassifier(L.LightningModule):
@@ -135,7 +132,6 @@ class ImageClassifier(L.LightningModule):
         self.val_metrics = classification_metrics(num_classes, "val")
         self.test_metrics = classification_metrics(num_classes, "test")
         self.train_loss = MeanMetric()
-        self._train_predictions: list[torch.Tensor] = []  # (2, B) argmax and labels, not yet in train_metrics
         # What init_from loaded, once a fit has started (see load_initial_weights).
         self.init_report: TransferReport | None = None
         # The last computed (K, K) confusion matrix per stage, for the PlotConfusionMatrix callback.
@@ -168,9 +164,7 @@ class ImageClassifier(L.LightningModule):
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         """Loss on one batch; accuracy accumulates over the epoch."""
         loss, logits = self._shared_step(batch)
-        self._train_predictions.append(torch.stack([logits.detach().argmax(dim=-1), batch[1].long()]))  # (2, B)
-        if len(self._train_predictions) >= TRAIN_METRICS_EVERY:
-            self._update_train_metrics()
+        self.train_metrics.update(logits.detach().argmax(dim=-1), batch[1])
         # Per step: this rank's value, no synchronisation. Per epoch: a torchmetrics mean, reduced across
         # processes once at the epoch's end.
         self.log("train/loss_step", loss, on_step=True, on_epoch=False, prog_bar=True)
@@ -179,28 +173,10 @@ class ImageClassifier(L.LightningModule):
 
     def on_train_epoch_end(self) -> None:
         """Log and reset the epoch's train metrics (synchronised across processes by torchmetrics)."""
-        self._update_train_metrics()
         self.log_dict(self.train_metrics.compute())
         self.log("train/loss_epoch", self.train_loss.compute())
         self.train_metrics.reset()
         self.train_loss.reset()
-
-    def on_train_epoch_start(self) -> None:
-        """Drop predictions left over from an epoch that ended early (``max_steps``, an interruption)."""
-        self._train_predictions.clear()
-
-    def _update_train_metrics(self) -> None:
-        """Feed the buffered train predictions to the train metrics in one update.
-
-        torchmetrics' update costs about as much for 64 samples as for 3,200 (argument checks, dispatch), so
-        the training step keeps only its ``(2, B)`` argmax and labels, and the metrics see every sample
-        exactly once, in batches of up to :data:`TRAIN_METRICS_EVERY` steps: the epoch's ``train/acc`` and
-        ``train/f1_macro`` are the same as with an update per step.
-        """
-        if self._train_predictions:
-            preds, labels = torch.cat(self._train_predictions, dim=1)
-            self._train_predictions.clear()
-            self.train_metrics.update(preds, labels)
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         """Log the global gradient norm before clipping (Lightning clips right after this hook; AMP has
@@ -306,7 +282,7 @@ class ImageClassifier(L.LightningModule):
         optim.scale_backbone_groups(optimizer, lr_scale)  # before the scheduler reads each group's lr as its base
         mode, reference = hparams.get("scale_lr_with_batch", "none"), hparams.get("reference_batch_size", 64)
         scale_lr(optimizer, batch_plan(self.trainer), mode, reference)
-        scheduler = optim.build_scheduler(self.lr_scheduler, optimizer, self.trainer.estimated_stepping_batches)
+        scheduler = build_scheduler(self.lr_scheduler, optimizer, self.trainer.estimated_stepping_batches)
         return {"optimizer": optimizer, "lr_scheduler": optim.scheduler_config(scheduler, PLATEAU_MONITOR)}
 
 

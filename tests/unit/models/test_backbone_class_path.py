@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from litstarter.models import create_backbone
 from litstarter._engine.trust import UntrustedCodeError
+from litstarter.models import create_backbone
 from litstarter.models.registry import BackboneError
 
 MINE = "tests.examples.my_backbones"
