@@ -1,38 +1,50 @@
 # Two commands do everything on a fresh clone: `make train`, then `make test`.
-# The venv is created on first use and reinstalled only when pyproject.toml changes.
+# The venv is created on first use: `make train` installs what training needs, `make test` adds the dev extra (every
+# optional feature, the test tools). Each is reinstalled only when pyproject.toml changes.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install train test test-fast lint format tensorboard clean rename postgresql
+.PHONY: help install install-dev train test test-fast lint format tensorboard clean rename drop-extra
+.PHONY: postgresql # extra: tune
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --upgrade --quiet pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e .
 	@touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the package with its dev extra
+$(DEV_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP) $(DEV_STAMP)
+
+install: $(STAMP) ## Create .venv and install what training needs
+install-dev: $(DEV_STAMP) ## Create .venv and install everything: every extra, the test tools
 
 train: $(STAMP) ## Train on the embedded digits data (CONFIG=... to pick another config)
 	$(BIN)/litstarter fit --config $(CONFIG)
 
 # Two processes (pytest-xdist), one test file per process at a time (--dist loadfile): a file's module fixtures
 # (a shared sweep, a shared photo folder) are built once, and the two cores are both busy.
-test: $(STAMP) postgresql ## Run the whole test suite (what CI runs; < 15 min on 2 cores)
+test: $(DEV_STAMP) ## Run the whole test suite (what CI runs; < 30 min on 2 cores)
+test: postgresql # extra: tune
+test:
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
-test-fast: $(STAMP) ## Run the fast tests only, without tests/e2e/ (< 2 min on 2 cores): the edit loop
+test-fast: $(DEV_STAMP) ## Run the fast tests only, without the end-to-end ones (< 2 min on 2 cores): the edit loop
 	$(BIN)/python -m pytest -m "not slow" -n 2 $(PYTEST_ARGS)
 
+# >>> extra: tune
 # The PostgreSQL study test starts a real server from Debian's package; without it, that test skips.
 postgresql: ## Install Debian's postgresql server for the tune test, only when absent and apt-get is usable
 	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
@@ -41,12 +53,13 @@ postgresql: ## Install Debian's postgresql server for the tune test, only when a
 	elif command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
 		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	else echo "postgresql is not installed and apt-get is not usable here: the PostgreSQL test will be skipped"; fi
+# <<< extra: tune
 
-lint: $(STAMP) ## ruff check + format check
+lint: $(DEV_STAMP) ## ruff check + format check
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 
-format: $(STAMP) ## Apply ruff fixes and formatting
+format: $(DEV_STAMP) ## Apply ruff fixes and formatting
 	$(BIN)/ruff check --fix src tests benchmarks examples
 	$(BIN)/ruff format src tests benchmarks examples
 
@@ -56,6 +69,10 @@ tensorboard: $(STAMP) ## Serve the TensorBoard logs under runs/
 rename: ## Rename the package everywhere: make rename NAME=my_project (then make install)
 	@test -n "$(NAME)" || (echo "usage: make rename NAME=<package>" >&2; exit 2)
 	$(PYTHON) scripts/rename.py $(NAME)
+
+drop-extra: ## Delete an optional feature whole: make drop-extra NAME=deploy (its code, tests, docs, extra)
+	@test -n "$(NAME)" || (echo "usage: make drop-extra NAME=<extra>" >&2; exit 2)
+	$(PYTHON) scripts/drop_extra.py $(NAME)
 
 clean: ## Remove runs, caches and build artefacts (keeps .venv)
 	rm -rf runs lightning_logs .pytest_cache .ruff_cache build dist src/*.egg-info

@@ -1,53 +1,22 @@
-"""``litstarter`` / ``python -m litstarter`` entry point.
+"""``litstarter`` / ``python -m litstarter``: the entry point.
 
-``litstarter``, ``litstarter --help`` and a mistyped subcommand answer from the two static tables below, without
-importing torch or Lightning (``import lightning.pytorch`` alone takes seconds). Subcommands that don't train are
-dispatched before anything imports Lightning, so that they start fast and (for ``infer`` on an ``.onnx`` model)
-run on a box with only onnxruntime, numpy and Pillow. Everything else goes to LightningCLI.
-
-To add a subcommand, add one line to :data:`LIGHT_COMMANDS`; the top-level help is built from it.
+``litstarter``, ``litstarter --help`` and a mistyped subcommand answer without importing torch or Lightning. The
+extras' subcommands come from each extra's ``__init__.py`` (constants only, see ``extras/__init__.py``), so an
+extra deleted whole leaves nothing here to edit; one is listed only when the packages it needs are installed
+(``importlib.util.find_spec``, which imports nothing), and otherwise says which extra to install. ``fit``,
+``validate``, ``test`` and ``predict`` go to LightningCLI (``cli.py``).
 """
 
 from __future__ import annotations
 
-import os
+import importlib
+import importlib.util
+import pkgutil
 import sys
+from typing import NamedTuple
 
-from litstarter._engine.errors import USAGE, run_reporting
-
-# Subcommands that skip LightningCLI: name -> ("module:function", one-line help). The function takes the
-# remaining argv and returns an exit code; its module is imported only when the subcommand runs.
-# (A bare "module:function" string works too, listed without a help line.)
-LIGHT_COMMANDS: dict[str, tuple[str, str] | str] = {
-    "doctor": (
-        "litstarter.extras.doctor.command:main",
-        "verify the install: versions, accelerator, a real computation per device",
-    ),
-    "export": (
-        "litstarter.extras.deploy.export:main",
-        "export a checkpoint to weights.pt, TorchScript, torch.export, ONNX and INT8 ONNX, each verified",
-    ),
-    "infer": (
-        "litstarter.extras.deploy.infer:main",
-        "classify image files with a checkpoint or any exported model, to a CSV",
-    ),
-    "inspect": (
-        "litstarter.extras.inspect.command:main",
-        "report an image folder: classes, splits, sizes, bad files, leaks",
-    ),
-    "serve": (
-        "litstarter.extras.serve.command:main",
-        "answer HTTP requests with a checkpoint or any exported model, batching them on the server",
-    ),
-    # tune drives many fits itself (it imports Lightning when it runs), so it too skips LightningCLI's parser.
-    "tune": (
-        "litstarter.extras.tune:main",
-        "search hyperparameters with Optuna; each trial is a fit in its own folder",
-    ),
-}
-# A training-only project deletes deploy/ (the whole deployment pipeline): its subcommands go with it.
-if not os.path.isfile(os.path.join(os.path.dirname(__file__), "extras", "deploy", "__init__.py")):
-    LIGHT_COMMANDS = {name: entry for name, entry in LIGHT_COMMANDS.items() if ".deploy." not in str(entry)}
+from litstarter import extras
+from litstarter._engine.errors import USAGE, UsageError, run_reporting
 
 # LightningCLI's subcommands (``LightningCLI.subcommands()``; a test keeps the two equal), with our help lines.
 LIGHTNING_COMMANDS: dict[str, str] = {
@@ -56,37 +25,70 @@ LIGHTNING_COMMANDS: dict[str, str] = {
     "test": "run one evaluation epoch on the test split",
     "predict": "run inference on the predict split",
 }
-
 USAGE_LINE = "usage: litstarter <subcommand> [options]   (litstarter <subcommand> --help for its options)"
 
 
-def light_target(name: str) -> str:
-    """The ``module:function`` a light subcommand runs."""
-    entry = LIGHT_COMMANDS[name]
-    return entry if isinstance(entry, str) else entry[0]
+class Command(NamedTuple):
+    """An extra's subcommand: ``main(argv) -> exit code`` of ``litstarter.extras.<extra>.<module>``."""
+
+    extra: str
+    module: str
+    help: str
+    needs: tuple[str, ...]
 
 
-def light_help(name: str) -> str:
-    """A light subcommand's one-line help ('' when its table entry has none)."""
-    entry = LIGHT_COMMANDS[name]
-    return "" if isinstance(entry, str) else entry[1]
+def extra_commands() -> dict[str, Command]:
+    """Every extra's subcommands, by name, from the extras' folders (their ``__init__`` holds constants only)."""
+    commands = {}
+    for info in pkgutil.iter_modules(extras.__path__):
+        extra = importlib.import_module(f"{extras.__name__}.{info.name}")
+        needs = getattr(extra, "NEEDS", {})
+        for name, (module, text) in getattr(extra, "COMMANDS", {}).items():
+            commands[name] = Command(info.name, module, text, tuple(needs.get(name, ())))
+    return dict(sorted(commands.items()))
+
+
+def is_installed(package: str) -> bool:
+    """Whether ``package`` can be imported, found without importing it."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ValueError:  # imported already, by a loader that left no spec behind
+        return True
+
+
+def missing_packages(command: Command) -> list[str]:
+    """The packages ``command`` needs that are not installed."""
+    return [package for package in command.needs if not is_installed(package)]
 
 
 def top_level_help() -> str:
-    """The top-level help, built from the two tables: no parser is built and nothing heavy is imported."""
-    rows = [*LIGHTNING_COMMANDS.items(), *((name, light_help(name)) for name in LIGHT_COMMANDS)]
+    """The top-level help: the installed subcommands, then the extras whose packages are missing."""
+    commands = extra_commands()
+    ready = {name: c.help for name, c in commands.items() if not missing_packages(c)}
+    rows = [*LIGHTNING_COMMANDS.items(), *ready.items()]
     width = max(len(name) for name, _ in rows) + 2
-    lines = [USAGE_LINE, "", "subcommands:"]
-    lines += [f"  {name.ljust(width)}{text}".rstrip() for name, text in rows]
-    lines += ["", "Start with: litstarter fit --config configs/default.yaml"]
-    return "\n".join(lines)
+    lines = [USAGE_LINE, "", "subcommands:", *(f"  {name.ljust(width)}{text}" for name, text in rows)]
+    absent = sorted({c.extra for name, c in commands.items() if name not in ready})
+    if absent:
+        lines += ["", f"not installed: {', '.join(absent)} (pip install -e '.[{','.join(absent)}]')"]
+    return "\n".join([*lines, "", "Start with: litstarter fit --config configs/default.yaml"])
 
 
-def unknown_subcommand(word: str) -> int:
+def run_extra(name: str, command: Command, argv: list[str]) -> int:
+    """Run an extra's subcommand, or say in one line which extra its missing packages come with."""
+    missing = missing_packages(command)
+    if missing:
+        raise UsageError(
+            f"{name} needs {', '.join(missing)}, which the [{command.extra}] extra installs: pip install -e"
+            f" '.[{command.extra}]'"
+        )
+    return importlib.import_module(f"{extras.__name__}.{command.extra}.{command.module}").main(argv)
+
+
+def unknown_subcommand(word: str, known: list[str]) -> int:
     """Say that ``word`` is no subcommand (with the nearest one, if any), in one line; return the usage exit code."""
     import difflib
 
-    known = [*LIGHTNING_COMMANDS, *LIGHT_COMMANDS]
     close = difflib.get_close_matches(word, known, n=1)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     print(USAGE_LINE, file=sys.stderr)
@@ -95,30 +97,25 @@ def unknown_subcommand(word: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Answer help and typos statically, dispatch a light subcommand, or hand over to LightningCLI."""
+    """Answer help and typos statically, run an extra's subcommand, or hand over to LightningCLI."""
     from_sys_argv = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(top_level_help())
         return 0 if argv else USAGE
-    if argv[0] in LIGHT_COMMANDS:
-        import importlib
-
-        module_name, func_name = light_target(argv[0]).split(":")
-        func = getattr(importlib.import_module(module_name), func_name)
-        return run_reporting(argv[0], lambda: func(argv[1:]))
+    commands = extra_commands()
+    if argv[0] in commands:
+        return run_reporting(argv[0], lambda: run_extra(argv[0], commands[argv[0]], argv[1:]))
     if argv[0] not in LIGHTNING_COMMANDS and not argv[0].startswith("-"):
-        return unknown_subcommand(argv[0])
+        return unknown_subcommand(argv[0], [*LIGHTNING_COMMANDS, *commands])
 
     from litstarter.cli import main as cli_main
-
-    subcommand = argv[0] if not argv[0].startswith("-") else "fit"
 
     def run_cli() -> int:
         cli_main(None if from_sys_argv else argv)  # None: LightningCLI reads sys.argv itself
         return 0
 
-    return run_reporting(subcommand, run_cli)
+    return run_reporting(argv[0] if not argv[0].startswith("-") else "fit", run_cli)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from litstarter.__main__ import LIGHT_COMMANDS, LIGHTNING_COMMANDS
+from litstarter.__main__ import LIGHTNING_COMMANDS, extra_commands
 from tests.helpers import REPO
 
 
@@ -17,5 +17,5 @@ def test_console_script_and_module_entry_point_both_work() -> None:
     for cmd in ([str(exe)], [sys.executable, "-m", "litstarter"]):
         proc = subprocess.run([*cmd, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
-        for sub in [*LIGHTNING_COMMANDS, *LIGHT_COMMANDS]:  # export and infer while deploy/ exists
+        for sub in [*LIGHTNING_COMMANDS, *extra_commands()]:  # every installed extra's too
             assert sub in proc.stdout

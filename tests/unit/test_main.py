@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from litstarter.__main__ import LIGHT_COMMANDS, LIGHTNING_COMMANDS, light_help, light_target, top_level_help
+from litstarter.__main__ import LIGHTNING_COMMANDS, extra_commands, main, top_level_help
 from tests.helpers import REPO
 
 
@@ -20,16 +20,27 @@ def test_static_lightning_list_equals_lightning_clis_subcommands() -> None:
     assert list(LIGHTNING_COMMANDS) == list(LitStarterCLI.subcommands())
 
 
-@pytest.mark.parametrize("name", sorted(LIGHT_COMMANDS))
-def test_every_light_subcommand_is_in_the_help_and_resolves_to_a_function(name: str) -> None:
-    assert light_help(name), f"LIGHT_COMMANDS['{name}'] has no one-line help: give it ('module:function', 'help')"
+@pytest.mark.parametrize("name", sorted(extra_commands()))
+def test_every_extras_subcommand_is_in_the_help_and_resolves_to_a_main(name: str) -> None:
+    command = extra_commands()[name]
+    assert command.help, f"the {command.extra} extra's COMMANDS[{name!r}] has no one-line help"
     assert any(line.split()[:1] == [name] for line in top_level_help().splitlines())
-    module_name, func_name = light_target(name).split(":")
-    assert callable(getattr(importlib.import_module(module_name), func_name))
+    module = importlib.import_module(f"litstarter.extras.{command.extra}.{command.module}")
+    assert callable(module.main)
 
 
-def test_light_and_lightning_names_do_not_collide() -> None:
-    assert not set(LIGHT_COMMANDS) & set(LIGHTNING_COMMANDS)
+def test_extras_and_lightning_names_do_not_collide() -> None:
+    assert not set(extra_commands()) & set(LIGHTNING_COMMANDS)
+
+
+def test_an_extra_without_its_packages_is_left_out_of_the_help_and_says_what_to_install(monkeypatch, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "optuna", None)  # as if not installed: find_spec then finds nothing
+    help_text = top_level_help()
+    assert not any(line.split()[:1] == ["tune"] for line in help_text.splitlines())
+    assert "not installed: tune (pip install -e '.[tune]')" in help_text
+    assert main(["tune", "--help"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "litstarter tune: error: tune needs optuna, which the [tune] extra installs: pip install -e '.[tune]'"
 
 
 PROBE = """
@@ -59,7 +70,7 @@ def test_help_and_typos_answer_without_importing_torch_or_lightning(argv: list[s
     assert result == {"code": code, "heavy": []}, proc.stderr
     assert says in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    for name in [*LIGHTNING_COMMANDS, *LIGHT_COMMANDS]:
+    for name in [*LIGHTNING_COMMANDS, *extra_commands()]:
         assert name in proc.stdout + proc.stderr
 
 

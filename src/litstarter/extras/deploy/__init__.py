@@ -1,4 +1,11 @@
-"""Deployment: export, verify, quantize, run and serve trained models. Delete this folder for a training-only template.
+"""After training: export to every format, each verified against eager, INT8, and inference on files.
 
-Empty on purpose: importing ``litstarter.extras.deploy.infer`` must not import torch (ONNX inference runs without it).
+Importing ``litstarter.extras.deploy.infer`` imports no torch: inference on an ONNX model runs without it.
 """
+
+COMMANDS = {
+    "export": ("export", "export a checkpoint to weights.pt, TorchScript, torch.export, ONNX and INT8, each verified"),
+    "infer": ("infer", "classify image files with a checkpoint or any exported model, to a CSV"),
+}
+NEEDS = {"export": ("onnx", "onnxscript", "onnxruntime")}
+PARTS = ("tests/extras/deploy", "docs/deploy.md", "benchmarks/deploy_inference.py")

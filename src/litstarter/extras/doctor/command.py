@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import platform
 import shutil
@@ -22,7 +23,9 @@ from dataclasses import dataclass, field
 # Standard library only: the report must still print when torch or Lightning cannot be imported.
 from litstarter._engine.cores import auto_num_workers, available_cores
 
-PACKAGES = ["torch", "torchvision", "lightning", "torchmetrics", "onnxruntime"]
+PACKAGES = ["torch", "torchvision", "lightning", "torchmetrics"]
+#: Packages some extras need, reported when installed and never a failure: name -> the extra that installs it.
+OPTIONAL = {"onnxruntime": "deploy"}
 
 
 @dataclass
@@ -59,13 +62,18 @@ def check_versions() -> Layer:
         except Exception as err:  # noqa: BLE001 - any import failure is the finding
             missing.append(name)
             layer.lines.append(f"{name:<13} NOT IMPORTABLE: {type(err).__name__}: {err}")
+    for name, extra in OPTIONAL.items():
+        if importlib.util.find_spec(name) is None:
+            layer.lines.append(f"{name:<13} not installed (optional: pip install -e '.[{extra}]')")
+        else:
+            layer.lines.append(f"{name:<13} {getattr(importlib.import_module(name), '__version__', '?')}")
     if "torch" not in missing:
         import torch
 
         layer.lines.append(f"torch CUDA    {torch.version.cuda or 'none (CPU-only build)'}")
     if missing:
         layer.failure = f"cannot import {', '.join(missing)}"
-        layer.fix = "reinstall into the project venv: `make install` (or `pip install -e '.[dev]'`)"
+        layer.fix = "reinstall into the project venv: `make install` (or `pip install -e .`)"
     return layer
 
 
@@ -136,12 +144,10 @@ def check_computation(size: int = 1000) -> Layer:
         except Exception as err:  # noqa: BLE001 - a kernel that fails to run is the finding
             failed.append(device)
             layer.lines.append(f"{device:<13} matmul FAILED: {type(err).__name__}: {err}")
-    try:
+    if importlib.util.find_spec("onnxruntime") is not None:  # optional: the [deploy] extra
         import onnxruntime
 
         layer.lines.append(f"onnxruntime   providers: {', '.join(onnxruntime.get_available_providers())}")
-    except Exception as err:  # noqa: BLE001
-        layer.lines.append(f"onnxruntime   unavailable: {err}")
     if failed:
         layer.failure = f"matmul failed or disagreed with the CPU on {', '.join(failed)}"
         layer.fix = "the driver and the torch CUDA build likely mismatch: update the driver or install a matching torch"

@@ -2,11 +2,11 @@
 
     litstarter inspect --config configs/data/image_folder.yaml --data.root <folder> [--json]
 
-It takes ``fit``'s ``--config`` stack and ``--data.*`` options (others are ignored), lists and splits the
-folder exactly as ``fit`` does, and reads everything else from the cache manifest: per file, the original
-size and mode and a content hash, recorded when the cache was built (it builds the cache if missing, as
-``fit`` would, leaving bad files out so that it can list them). Nothing is decoded twice and there is no
-second copy. It never imports Lightning or torch.
+It takes ``fit``'s ``--config`` stack and options (parsed by the CLI's own parser; only ``data`` and
+``model.class_weights`` are read), lists and splits the folder exactly as ``fit`` does, and reads everything else
+from the cache manifest: per file, the original size and mode and a content hash, recorded when the cache was built
+(it builds the cache if missing, as ``fit`` would, leaving bad files out so that it can list them). Nothing is
+decoded twice and there is no second copy.
 
 It reports the layout, images per class and split, the train split's imbalance ratio, image sizes (min,
 median, max) and modes, every bad file, every image found in more than one split (byte-identical files:
@@ -20,17 +20,14 @@ import logging
 import statistics
 from collections import Counter
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.cache import ImageCache
 from litstarter._engine.images.channels import GREY_MODES
 from litstarter._engine.images.folder import CachedImageFolder
 from litstarter._engine.images.leakage import describe, find_leaks
 from litstarter._engine.images.listing import shown
 from litstarter._engine.images.splits import Listing
-from litstarter.extras.inspect.config_stack import build_folder, read_command_line
+from litstarter.extras.inspect.fit_config import image_folder_of, loader_setting, parse_fit_config
 
-#: Our own flags (everything else is fit's).
-OWN_FLAGS = frozenset({"json"})
 #: Above this train imbalance (largest class / smallest) a sampler or loss weights are suggested.
 IMBALANCE_LIMIT = 3.0
 
@@ -137,7 +134,7 @@ USAGE = """usage: litstarter inspect [--config FILE ...] --data.root FOLDER [--d
 
 Report an image folder without training: layout, images per class and split, imbalance, image sizes and
 modes, bad files, images in more than one split, and suggested settings. Takes fit's --config files and
---data.* options (others are ignored), and uses (or builds) the same image cache as fit.
+options (only data.* and model.class_weights are read), and uses (or builds) the same image cache as fit.
 
   --json    print the report as JSON instead of a table
 """
@@ -152,20 +149,18 @@ def show_progress_lines() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``litstarter inspect``; returns the exit code (user errors raise ``litstarter._engine.errors.UserError``)."""
+    """``litstarter inspect``; returns the exit code (user errors raise ``UserError``)."""
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
         return 0
-    config = read_command_line(argv, OWN_FLAGS)
-    sampler = config.init_args.get("sampler", "none")
-    if sampler not in ("none", "weighted", "balanced"):  # the one loader option the report uses
-        raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
+    as_json = "--json" in argv
+    config = parse_fit_config([a for a in argv if a != "--json"])
     show_progress_lines()
-    folder = build_folder(config.init_args)
+    folder = image_folder_of(config)
     listing = folder.listing()
     # Bad files are left out of the cache and listed, not fatal: reporting them is the point.
     cache = folder.load_or_build(listing, on_bad_file="skip")
     report = summarize(folder, listing, cache)
-    report["suggestions"] = suggest(report, folder, sampler, config.class_weights)
-    print(json.dumps(report, indent=2) if "json" in config.flags else render(report))
+    report["suggestions"] = suggest(report, folder, loader_setting(config, "sampler"), config.model.class_weights)
+    print(json.dumps(report, indent=2) if as_json else render(report))
     return 0

@@ -1,5 +1,5 @@
 """``litstarter tune``: Optuna studies whose trials are ordinary ``litstarter fit`` runs (see ``command.py``)."""
 
-from litstarter.extras.tune.command import main
-
-__all__ = ["main"]
+COMMANDS = {"tune": ("command", "search hyperparameters with Optuna; each trial is a fit in its own folder")}
+NEEDS = {"tune": ("optuna", "optuna_integration")}
+PARTS = ("tests/extras/tune", "docs/tune.md", "benchmarks/tune_overhead.py", "configs/search")

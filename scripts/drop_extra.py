@@ -1,0 +1,143 @@
+"""Delete an optional feature whole: ``make drop-extra NAME=deploy`` (or ``python scripts/drop_extra.py deploy``).
+
+An extra is ``src/<package>/extras/<name>/``, the paths its ``__init__.py`` lists in ``PARTS`` (its tests, docs page,
+benchmarks, examples, configs), and every line elsewhere that carries its marker: a line ending in
+``# extra: <name>`` (``<!-- extra: <name> -->`` in Markdown), or a block from ``>>> extra: <name>`` to
+``<<< extra: <name>`` (its pyproject extra, its make targets, its rows in the docs). The extras that import it go
+too (``serve`` imports ``deploy``), and the script says so. Run it on a clean checkout (review with ``git diff``),
+then ``make install``. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Folders never touched: version control, environments, outputs and caches.
+SKIP_DIRS = {".git", ".venv", "venv", "runs", "lightning_logs", "__pycache__", ".pytest_cache", ".ruff_cache", "build"}
+
+
+def package_dir(root: Path) -> Path:
+    """``src/<package>/``: the one folder under ``src/`` with an ``__init__.py``."""
+    (package,) = [p for p in (root / "src").iterdir() if (p / "__init__.py").is_file()]
+    return package
+
+
+def extras_dir(root: Path) -> Path:
+    return package_dir(root) / "extras"
+
+
+def constant(path: Path, name: str, default=()):
+    """A module-level constant of ``path``, read with ``ast`` (nothing is imported)."""
+    for node in ast.parse(path.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
+            return ast.literal_eval(node.value)
+    return default
+
+
+def extras(root: Path) -> list[str]:
+    """The extras present, by folder name."""
+    return sorted(p.name for p in extras_dir(root).iterdir() if (p / "__init__.py").is_file())
+
+
+def users_of(name: str, root: Path) -> list[str]:
+    """The other extras whose code imports extra ``name``."""
+    target = f"{package_dir(root).name}.extras.{name}"
+    found = []
+    for other in extras(root):
+        if other == name:
+            continue
+        for path in (extras_dir(root) / other).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                modules += [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+                if any(m == target or m.startswith(target + ".") for m in modules):
+                    found.append(other)
+    return sorted(set(found))
+
+
+def with_users(names: list[str], root: Path) -> list[str]:
+    """``names`` and every extra that imports one of them, transitively."""
+    todo, closed = list(names), []
+    while todo:
+        name = todo.pop()
+        if name not in closed:
+            closed.append(name)
+            todo += users_of(name, root)
+    return closed
+
+
+def parts(name: str, root: Path) -> list[Path]:
+    """Everything of extra ``name`` that is a path: its folder and its ``PARTS``."""
+    folder = extras_dir(root) / name
+    return [folder, *(root / p for p in constant(folder / "__init__.py", "PARTS"))]
+
+
+def without_marked_lines(text: str, name: str) -> str:
+    """``text`` without the lines and blocks that carry extra ``name``'s marker."""
+    line_marker = re.compile(rf"(#|<!--)\s*extra:\s*{re.escape(name)}\b")
+    opens, closes = re.compile(rf">>> extra:\s*{re.escape(name)}\b"), re.compile(rf"<<< extra:\s*{re.escape(name)}\b")
+    kept, in_block = [], False
+    for line in text.splitlines(keepends=True):
+        if opens.search(line):
+            in_block = True
+        elif closes.search(line):
+            in_block = False
+        elif not in_block and not line_marker.search(line):
+            kept.append(line)
+    return "".join(kept)
+
+
+def text_files(root: Path):
+    """Every text file of the repository outside :data:`SKIP_DIRS`, with its text."""
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).parts
+        if any(p in SKIP_DIRS or p.endswith(".egg-info") for p in rel) or not path.is_file():
+            continue
+        try:
+            yield path, path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):  # binary files carry no markers
+            continue
+
+
+def drop(names: list[str], root: Path = ROOT) -> list[str]:
+    """Delete the extras ``names`` and those that import them; returns every extra deleted."""
+    unknown = sorted(set(names) - set(extras(root)))
+    if unknown:
+        raise SystemExit(f"drop-extra: no extra {unknown[0]!r}; the extras here are {extras(root)}")
+    dropped = with_users(names, root)
+    for name in dropped:
+        for path in parts(name, root):
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+    for path, text in text_files(root):
+        kept = text
+        for name in dropped:
+            kept = without_marked_lines(kept, name)
+        if kept != text:
+            path.write_text(kept, encoding="utf-8")
+    return dropped
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make drop-extra NAME=<extra>", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="+", help="The extras to delete (folders under src/<package>/extras/).")
+    parser.add_argument("--root", type=Path, default=ROOT, help="The repository (default: this one).")
+    args = parser.parse_args(argv)
+    dropped = drop(args.names, args.root)
+    also = sorted(set(dropped) - set(args.names))
+    print(f"deleted the extras {', '.join(dropped)}" + (f" ({', '.join(also)} imported them)" if also else ""))
+    print("next: make install   (the venv keeps the packages they needed until you rebuild it)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""The ``data`` section of a ``fit`` command line, parsed by the CLI's own parser (nothing is built but the folder).
+
+``inspect`` takes ``fit``'s ``--config`` stack and its options, so it sees the folder, ``image_size`` and cache that
+``fit`` would; a typo or a wrong type is refused exactly as ``fit`` refuses it, in one line.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import warnings
+
+import lightning as L
+from jsonargparse import ArgumentError, Namespace
+
+from litstarter._engine.errors import UsageError
+from litstarter._engine.images.folder import CachedImageFolder
+from litstarter.cli import LitStarterCLI
+from litstarter.data import ImageFolderDataModule
+from litstarter.task import ImageClassifier
+
+
+class ParseOnly(LitStarterCLI):
+    """The CLI up to its parsed config: no run folder is claimed and nothing is instantiated."""
+
+    def before_instantiate_classes(self) -> None:
+        """Nothing: a report claims no run folder."""
+
+    def instantiate_classes(self) -> None:
+        """Nothing: only the config is wanted."""
+
+
+def parse_fit_config(args: list[str]) -> Namespace:
+    """The config ``litstarter fit <args>`` would run with, checked as ``fit`` checks it.
+
+    Raises:
+        UsageError: What the parser refused, in one sentence.
+    """
+    seed_log = logging.getLogger("lightning.fabric.utilities.seed")
+    level, seed_log.level = seed_log.level, logging.WARNING  # LightningCLI seeds after parsing; no line for it here
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="LightningCLI's args parameter")  # we pass args on purpose
+            cli = ParseOnly(
+                ImageClassifier, L.LightningDataModule, subclass_mode_data=True, run=False, args=args,
+                parser_kwargs={"exit_on_error": False}, auto_configure_optimizers=False,
+            )  # fmt: skip
+    except ArgumentError as error:
+        raise UsageError(sentence(str(error))) from None
+    finally:
+        seed_log.level = level
+    return cli.config
+
+
+def sentence(message: str) -> str:
+    """jsonargparse's refusal (an indented tree of the union types it tried) as one sentence: the key it names,
+    what was expected and what was given."""
+    key = ".".join(re.findall(r'Parser key "([\w.]+)"', message))
+    unknown = re.search(r"class_path '[\w.]*?(\w+)':\s+Option '(\w+)' is not accepted", message)
+    if unknown:
+        return f"{key}.{unknown[2]} is not an option of {unknown[1]} (litstarter fit --help lists them)"
+    deepest = message[message.rfind("Parser key") :]
+    plain = re.match(r'Parser key "[\w.]+": (.+)$', deepest)  # a one-line refusal, e.g. a missing --config file
+    if plain:
+        return f"{'--' if key == 'config' else ''}{key}: {plain[1]}"
+    expected = re.search(r"Subtypes: \[(.*)\]|Expected a (.*?)(?:\. Got value|$)", deepest, re.M)
+    given = re.search(r"(?:Given value|Got value): (.*)$", deepest, re.M)
+    what = (expected[1] or expected[2]) if expected else "another value"
+    what = what.replace("<class '", "").replace("'>", "").replace("typing.", "")
+    return f"{key} must be {what}" + (f", got {given[1].strip()!r}" if given else "")
+
+
+def image_folder_of(config: Namespace) -> CachedImageFolder:
+    """The folder an image-folder data config describes.
+
+    Raises:
+        UsageError: The data module is not an image folder, or a value the folder refuses.
+    """
+    data = config.get("data")
+    class_path = str(getattr(data, "class_path", ""))
+    if not class_path.endswith("ImageFolderDataModule"):
+        raise UsageError(
+            f"litstarter inspect reads image folders, but data.class_path is {class_path or None!r}; add --config"
+            " configs/data/image_folder.yaml (data.class_path: litstarter.data.ImageFolderDataModule)"
+        )
+    init_args = data.init_args
+    accepted = set(inspect.signature(CachedImageFolder).parameters)
+    return CachedImageFolder(**{k: v for k, v in vars(init_args).items() if k in accepted})
+
+
+def loader_setting(config: Namespace, key: str):
+    """A data setting ``inspect`` reads but does not build (``sampler``)."""
+    return config.data.init_args.get(key, inspect.signature(ImageFolderDataModule).parameters[key].default)
