@@ -1,8 +1,19 @@
-"""The import graph, read with ``ast`` (nothing is imported): imports flow data/ -> models/ -> task -> deploy/.
+"""The zones, read from the import graph with ``ast`` (nothing is imported), and where the next work goes.
 
-Rules (issue 13): ``models/`` imports neither Lightning nor ``data/``, the task or ``deploy/``; ``data/`` imports
-neither the task nor ``deploy/``; only ``__main__`` (and ``deploy/`` itself) imports ``deploy/``; no cycles, counting
-imports inside functions too (a cycle dodged with a local import is still a cycle).
+Three zones, by who owns the code:
+
+* the project (``cli``, ``task``, ``optim``, ``losses``, ``metrics``, ``models/``, ``data/``, ``callbacks/``): what an
+  owner reads and edits. New recipes and tasks go here: a timm adapter in ``models/``, EMA or MixUp configs, a
+  second task module beside ``task.py`` (each counted apart from the single-label budget below);
+* the engine (``_engine/``): what they never need to open. Run handling, caches, leakage hashing and baselines go
+  here: ``fit`` and the extras both use them. It imports only itself, and only with relative imports, so that it
+  can be updated from upstream as one tree;
+* the extras (``extras/<name>/``): optional features, each deleted whole. New subcommands go here (``cv``,
+  ``lr-find``, ``optimize``, protocol serving). An extra may import another only where :data:`EXTRA_USES` says.
+
+Only the entry point (``__main__``) reaches the extras, and it does so by name (their ``__init__`` holds only
+constants), so nothing in the project or the engine imports one. ``models/`` never imports Lightning. No cycles,
+counting imports inside functions (a cycle dodged with a local import is still a cycle).
 """
 
 from __future__ import annotations
@@ -13,6 +24,13 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
+#: An extra may import the extras listed here, and no other.
+EXTRA_USES: dict[str, set[str]] = {"serve": {"deploy"}}
+#: The project zone's lines on the single-label training path (cli -> task -> models -> data -> the callbacks the
+#: default config lists), following imports within the zone.
+TRAINING_PATH_BUDGET = 2100
+#: Modules at the top of the package (besides ``__init__``).
+TOP_LEVEL_MODULES = 8
 
 
 def package_dir(src: Path = SRC) -> Path:
@@ -26,57 +44,67 @@ def module_name(path: Path, src: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_names(tree: ast.Module, module: str, is_package: bool) -> set[str]:
-    """Every module name an ``import`` / ``from ... import`` anywhere in ``tree`` refers to (relative ones resolved)."""
-    names = set()
+def imports_of(tree: ast.Module, module: str, is_package: bool) -> list[tuple[str, bool]]:
+    """``(module name, relative?)`` for every ``import`` / ``from ... import`` anywhere in ``tree`` (relative ones
+    resolved; ``from a import b`` also yields ``a.b``, kept below only if it is a module)."""
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            found += [(alias.name, False) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = module.split(".")
                 anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
                 base = ".".join([*anchor, base] if base else anchor)
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)  # kept below only if it is a module
-    return names
+            found += [(base, bool(node.level)), *((f"{base}.{a.name}", bool(node.level)) for a in node.names)]
+    return found
 
 
-def import_graph(src: Path = SRC) -> dict[str, set[str]]:
-    """Module -> the modules of the package it imports, plus the outside top-level names it imports."""
+def import_graph(src: Path = SRC) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, Path]]:
+    """``(graph, absolute, files)``: module -> the package's modules it imports plus the outside top-level names;
+    module -> the package's own modules it imports by absolute name; module -> file."""
     package = package_dir(src)
     files = {module_name(p, src): p for p in package.rglob("*.py")}
-    graph = {}
+    graph, absolute = {}, {}
     for module, path in files.items():
-        names = imported_names(ast.parse(path.read_text(), str(path)), module, path.name == "__init__.py")
-        inside = {n for n in names if n in files} - {module}  # a package's `from . import sub` names itself
-        outside = {n.split(".")[0] for n in names if n.split(".")[0] != package.name}
-        graph[module] = inside | outside
-    return graph
+        found = imports_of(ast.parse(path.read_text(), str(path)), module, path.name == "__init__.py")
+        inside = {n for n, _ in found if n in files} - {module}  # a package's `from . import sub` names itself
+        graph[module] = inside | {n.split(".")[0] for n, _ in found if n.split(".")[0] != package.name}
+        absolute[module] = {n for n, relative in found if n in files and not relative} - {module}
+    return graph, absolute, files
 
 
-def violations(graph: dict[str, set[str]], package: str) -> list[str]:
+def zone(module: str) -> str:
+    """``entry``, ``project``, ``engine``, ``extras`` (the package that holds them) or ``extra:<name>``."""
+    parts = module.split(".")[1:]
+    if parts[:1] == ["__main__"]:
+        return "entry"
+    if parts[:1] == ["_engine"]:
+        return "engine"
+    if parts[:1] == ["extras"]:
+        return f"extra:{parts[1]}" if len(parts) > 1 else "extras"
+    return "project"
+
+
+def violations(graph: dict[str, set[str]], absolute: dict[str, set[str]], package: str) -> list[str]:
     """Every broken rule, one line each."""
-
-    def area(module: str) -> str:
-        parts = module.split(".")
-        return parts[1] if len(parts) > 1 else ""
-
     found = []
     for module, targets in sorted(graph.items()):
-        for target in sorted(targets):
-            inside = target.startswith(package + ".") or target == package
-            if area(module) == "models" and (
-                target in ("lightning", "pytorch_lightning") or (inside and area(target) in ("data", "task", "deploy"))
-            ):
-                found.append(
-                    f"{module} imports {target}: models/ must not import Lightning, data/, the task or deploy/"
-                )
-            if area(module) == "data" and inside and area(target) in ("task", "deploy"):
-                found.append(f"{module} imports {target}: data/ must not import the task or deploy/")
-            if inside and area(target) == "deploy" and area(module) not in ("deploy", "__main__"):
-                found.append(f"{module} imports {target}: only __main__ may import deploy/")
+        here = zone(module)
+        for target in sorted(t for t in targets if t == package or t.startswith(package + ".")):
+            there = zone(target)
+            if here == "engine" and there != "engine":
+                found.append(f"{module} imports {target}: the engine imports only itself")
+            if there.startswith("extra:") and here not in (there, "entry"):
+                name = there.split(":")[1]
+                if not (here.startswith("extra:") and name in EXTRA_USES.get(here.split(":")[1], set())):
+                    found.append(f"{module} imports {target}: only the entry point (or a declared extra) uses an extra")
+        if module.split(".")[1:2] == ["models"] and targets & {"lightning", "pytorch_lightning"}:
+            found.append(f"{module} imports Lightning: models/ are plain nn.Modules")
+        for target in sorted(absolute.get(module, ())):
+            if here == "engine" and zone(target) == "engine":
+                found.append(f"{module} imports {target} by absolute name: the engine imports itself relatively")
     found += [f"import cycle: {' -> '.join(cycle)}" for cycle in cycles(graph)]
     return found
 
@@ -104,24 +132,61 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_package_follows_the_import_rules() -> None:
-    package = package_dir()
-    assert violations(import_graph(), package.name) == []
+def training_path(graph: dict[str, set[str]], package: str) -> list[str]:
+    """The project modules that training end to end reaches: from ``cli`` and the modules ``configs/default.yaml``
+    names (the data module, the callbacks, the scheduler, the task), following imports within the project."""
+    default = (SRC.parent / "configs" / "default.yaml").read_text()
+    named = {f"{package}.{m}" for m in ("cli", "task", "data", "callbacks", "optim") if f"{package}.{m}" in default}
+    todo, reached = [f"{package}.cli", *sorted(named)], set()
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += [t for t in graph.get(module, ()) if t.startswith(package) and zone(t) == "project"]
+    return sorted(reached)
+
+
+def test_the_package_follows_the_zones() -> None:
+    graph, absolute, _ = import_graph()
+    assert violations(graph, absolute, package_dir().name) == []
+
+
+def test_the_top_of_the_package_stays_small() -> None:
+    top = sorted(p.name for p in package_dir().glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= TOP_LEVEL_MODULES, top
+
+
+def test_training_end_to_end_reads_within_the_project_budget() -> None:
+    graph, _, files = import_graph()
+    path = training_path(graph, package_dir().name)
+    lines = {module: len(files[module].read_text().splitlines()) for module in path}
+    print("\n".join(f"{n:5} {m}" for m, n in lines.items()) + f"\n{sum(lines.values()):5} in {len(lines)} files")
+    assert sum(lines.values()) <= TRAINING_PATH_BUDGET, lines
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     src = tmp_path / "src"
     for name, text in {
         "pkg/__init__.py": "",
-        "pkg/__main__.py": "import pkg.deploy.export\n",
-        "pkg/task.py": "from pkg.models import net\nfrom pkg.data import base\n",
+        "pkg/__main__.py": "import importlib\nimport pkg.cli\n",
+        "pkg/cli.py": "from pkg import task\nfrom pkg._engine.run import claim\n",
+        "pkg/task.py": "import lightning\nfrom pkg.models import net\nfrom pkg.data import base\n",
         "pkg/models/__init__.py": "",
-        "pkg/models/net.py": "import torch\n",
+        "pkg/models/net.py": "import torch\nfrom pkg._engine import errors\n",
         "pkg/data/__init__.py": "",
         "pkg/data/base.py": "import lightning\n",
-        "pkg/deploy/__init__.py": "",
-        "pkg/deploy/export.py": "from pkg import task\nfrom . import infer\n",
-        "pkg/deploy/infer.py": "import numpy\n",
+        "pkg/_engine/__init__.py": "",
+        "pkg/_engine/errors.py": "",
+        "pkg/_engine/run/__init__.py": "",
+        "pkg/_engine/run/claim.py": "from ..errors import UsageError\n",
+        "pkg/extras/__init__.py": "",
+        "pkg/extras/deploy/__init__.py": "",
+        "pkg/extras/deploy/export.py": "from pkg import task\nfrom pkg._engine import errors\nfrom . import infer\n",
+        "pkg/extras/deploy/infer.py": "import numpy\n",
+        "pkg/extras/serve/__init__.py": "",
+        "pkg/extras/serve/app.py": "from pkg.extras.deploy import infer\n",
+        "pkg/extras/tune/__init__.py": "",
+        "pkg/extras/tune/command.py": "from pkg.cli import main\n",
         **files,
     }.items():
         (src / name).parent.mkdir(parents=True, exist_ok=True)
@@ -129,21 +194,40 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     return src
 
 
+def _violations(tmp_path: Path, files: dict[str, str]) -> list[str]:
+    graph, absolute, _ = import_graph(_tree(tmp_path, files))
+    return violations(graph, absolute, "pkg")
+
+
 def test_a_clean_tree_passes(tmp_path: Path) -> None:
-    assert violations(import_graph(_tree(tmp_path, {})), "pkg") == []
+    assert _violations(tmp_path, {}) == []
 
 
 @pytest.mark.parametrize(
     ("files", "expected"),
     [
-        ({"pkg/models/net.py": "import lightning.pytorch as pl\n"}, "pkg.models.net imports lightning"),
-        ({"pkg/models/net.py": "from ..data import base\n"}, "pkg.models.net imports pkg.data.base"),
-        ({"pkg/models/net.py": "def f():\n    from pkg import task\n"}, "pkg.models.net imports pkg.task"),
-        ({"pkg/data/base.py": "from pkg.deploy import infer\n"}, "pkg.data.base imports pkg.deploy.infer"),
-        ({"pkg/task.py": "import pkg.deploy.infer\n"}, "only __main__ may import deploy/"),
-        ({"pkg/deploy/infer.py": "def f():\n    from pkg.deploy import export\n"}, "import cycle: pkg.deploy.export"),
+        ({"pkg/_engine/errors.py": "from pkg import task\n"}, "the engine imports only itself"),
+        ({"pkg/_engine/errors.py": "def f():\n    from pkg.extras.deploy import infer\n"}, "the engine imports only"),
+        ({"pkg/_engine/run/claim.py": "from pkg._engine.errors import UsageError\n"}, "imports itself relatively"),
+        ({"pkg/task.py": "import pkg.extras.deploy.infer\n"}, "only the entry point (or a declared extra)"),
+        ({"pkg/models/net.py": "from pkg.extras.tune import command\n"}, "only the entry point (or a declared extra)"),
+        ({"pkg/extras/tune/command.py": "from pkg.extras.deploy import export\n"}, "(or a declared extra)"),
+        ({"pkg/extras/deploy/infer.py": "from pkg.extras.serve import app\n"}, "(or a declared extra)"),
+        ({"pkg/models/net.py": "import lightning.pytorch as pl\n"}, "models/ are plain nn.Modules"),
+        ({"pkg/extras/deploy/infer.py": "def f():\n    from pkg.extras.deploy import export\n"}, "import cycle"),
+    ],
+    ids=[
+        "engine-imports-project",
+        "engine-imports-extra",
+        "engine-absolute-self-import",
+        "project-imports-extra",
+        "models-import-extra",
+        "undeclared-extra-use",
+        "reverse-of-a-declared-use",
+        "models-import-lightning",
+        "cycle",
     ],
 )
 def test_each_forbidden_import_is_reported(tmp_path: Path, files: dict[str, str], expected: str) -> None:
-    found = violations(import_graph(_tree(tmp_path, files)), "pkg")
+    found = _violations(tmp_path, files)
     assert any(expected in line for line in found), found

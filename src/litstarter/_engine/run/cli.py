@@ -2,11 +2,13 @@
 
 In the order LightningCLI calls them:
 
-1. after parsing: ``--ckpt_path`` is read safely (``weights_only``) before Lightning reads hyper-parameters from it;
+1. after parsing: ``--ckpt_path`` is read safely (``weights_only``) before Lightning reads hyper-parameters from it,
+   and the config can be written back as ``config.yaml`` (:mod:`.config_file`);
 2. before anything is built: our log lines are shown, the accelerator exists, presets that cannot run here fall
    back (:mod:`.fallbacks`), a resume keeps writing into its checkpoint's run, the loggers are checked and the
    run folder is claimed (:mod:`.claim`), every logger writing into it (:mod:`.folder`);
-3. the Trainer gets the callbacks every run needs (:mod:`.callbacks`);
+3. the Trainer gets the callbacks every run needs (:mod:`.callbacks`), and the config goes back to the loggers as
+   given, for ``config.yaml``;
 4. before ``fit`` / ``validate`` / ``test`` / ``predict``: the checkpoint fits the model (:mod:`.checks`); the
    MLflow run is recorded and, after ``fit``, given the run's files (:mod:`.tracking`);
 5. when the CLI returns, an empty claimed folder (a run that failed before writing) is removed.
@@ -14,6 +16,7 @@ In the order LightningCLI calls them:
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -21,6 +24,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from .callbacks import CheckCheckpointsWritten, ShareRunVersion
 from .checks import check_accelerator_present, check_checkpoint_file, check_checkpoint_fits
 from .claim import claim_run_directory, end_claim
+from .config_file import check_config_writes, register_config_types
 from .fallbacks import apply_fallbacks
 from .folder import (
     check_loggers,
@@ -45,6 +49,7 @@ class RunCLI(LightningCLI):
 
     def __init__(self, *args, run_dir: str | Path | None = None, **kwargs) -> None:
         self.run_dir = Path(run_dir) if run_dir else None
+        register_config_types()
         try:
             super().__init__(*args, **kwargs)
         finally:
@@ -56,11 +61,13 @@ class RunCLI(LightningCLI):
         subcommand = self.config.get("subcommand")
         if subcommand:
             check_checkpoint_file(self.config[subcommand].get("ckpt_path"))
+        check_config_writes(self.parser.dump(self.config, skip_none=False, skip_validation=True))
 
     def before_instantiate_classes(self) -> None:
         """Check and complete the parsed config, and claim the run's folder (step 2 above)."""
         show_litstarter_logs()
         config = self.active_config()
+        self.given_loggers = copy.deepcopy((config.get("trainer") or {}).get("logger"))
         check_accelerator_present(config)
         apply_fallbacks(config)
         if self.subcommand == "fit" and resume_in_the_checkpoints_run(config):
@@ -72,6 +79,14 @@ class RunCLI(LightningCLI):
         if self.subcommand in ("fit", "validate", "test"):
             claim_run_directory(config)  # two runs with the same logger name never share a folder
         share_one_run_directory(config)  # several loggers, one folder: the first one's
+
+    def instantiate_classes(self) -> None:
+        """Build everything, then put the loggers back as given: ``config.yaml`` records settings, not the folder
+        this run claimed (a rerun from it gets its own)."""
+        super().instantiate_classes()
+        config = self.active_config()
+        if config.get("trainer") is not None and hasattr(self, "given_loggers"):
+            config.trainer.logger = self.given_loggers
 
     def instantiate_trainer(self, **kwargs):
         """The configured Trainer, plus the callbacks every run needs: each rank uses rank 0's run folder; a fit
