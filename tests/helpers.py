@@ -20,6 +20,7 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
 DEFAULT_CONFIG = CONFIGS / "default.yaml"
+FOLDER_CONFIG = CONFIGS / "data" / "image_folder.yaml"
 
 
 def run_cli(args: list[str]):

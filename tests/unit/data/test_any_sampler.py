@@ -67,7 +67,8 @@ def epoch_views(make_sampler: Callable[[int], Sampler], epoch: int = 0) -> torch
     dm = Greys(make_sampler)
     dm.setup("fit")
     loader = dm.train_dataloader()
-    loader.sampler.set_epoch(epoch)  # what Lightning does at every epoch start
+    if hasattr(loader.sampler, "set_epoch"):  # what Lightning does at every epoch start
+        loader.sampler.set_epoch(epoch)
     return torch.cat([images for images, _ in loader])
 
 

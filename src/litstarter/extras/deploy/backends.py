@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import io
 import os
 import warnings
@@ -228,6 +229,9 @@ ORT_EXECUTION_MODE = "ORT_SEQUENTIAL"
 def _open_onnx(
     path: Path, contract: ModelContract | None, num_threads: int | None, trust_model: bool, spin: bool = True
 ) -> Backend:
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise UsageError(f"{path.name}: running an ONNX model needs onnxruntime, which the [deploy] extra installs:"
+                         " pip install -e '.[deploy]'")  # fmt: skip
     import onnxruntime as ort
 
     options = ort.SessionOptions()
