@@ -35,8 +35,13 @@ def extras_dir(root: Path) -> Path:
 def constant(path: Path, name: str, default=()):
     """A module-level constant of ``path``, read with ``ast`` (nothing is imported)."""
     for node in ast.parse(path.read_text()).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        else:
+            continue
+        if any(isinstance(target, ast.Name) and target.id == name for target in targets):
             return ast.literal_eval(node.value)
     return default
 

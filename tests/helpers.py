@@ -1,12 +1,12 @@
 """Builders every test may use: paths, running the CLI, fit arguments, image folders, TensorBoard events.
 
-Session fixtures (one shared digits fit, one shared export) live in tests/conftest.py; plain functions live here.
+Session fixtures (one shared digits fit) live in tests/conftest.py; plain functions live here.
 Tests make their own data (nothing is downloaded).
 """
 
 from __future__ import annotations
 
-import csv
+import json
 import os
 import socket
 import subprocess
@@ -99,23 +99,6 @@ def best_checkpoint(run_dir: Path) -> Path:
     ckpts = [p for p in (run_dir / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
     assert len(ckpts) == 1, ckpts
     return ckpts[0]
-
-
-def read_csv(path: Path) -> list[dict]:
-    """The rows of a CSV file (``infer``'s output) as dicts."""
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def eager_predictions(ckpt: Path, images: np.ndarray) -> np.ndarray:
-    """The classes a checkpoint's network predicts, in eager PyTorch, for ``(N, C, H, W)`` uint8 images."""
-    import torch
-
-    from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
-
-    net, _ = classifier_from_checkpoint(ckpt)
-    with torch.inference_mode():
-        return net(torch.from_numpy(images)).argmax(1).numpy()
 
 
 def write_image(path: Path, size: tuple[int, int] = (20, 24), mode: str = "RGB", seed: int = 0) -> Path:
@@ -278,7 +261,75 @@ def last_scalar(run: Path, tag: str) -> float:
     return tensorboard_events(run).Scalars(tag)[-1].value
 
 
-def tune_args(save_dir: Path, search: Path | str, *extra: str) -> list[str]:
-    """A ``litstarter tune`` command line on the digits default with ``search``, writing under ``save_dir``."""
-    return ["tune", "--config", str(DEFAULT_CONFIG), "--search", str(search),
-            f"--trainer.logger.init_args.save_dir={save_dir}", *extra]  # fmt: skip
+#: A file name that isn't valid UTF-8 (Latin-1 bytes).
+ODD_NAME = os.fsdecode(b"caf\xe9.png")
+
+
+def make_hostile_folder(root: Path) -> Path:
+    """18 images in 3 classes, plus ``loop -> ..``, ``self -> .``, a link to a sibling class, an image whose name
+    isn't UTF-8 (:data:`ODD_NAME`), a dangling link and a file-link loop."""
+    root = make_image_folder(root, {"a": 6, "b": 6, "c": 6}, **MIXED_IMAGES)
+    os.symlink("..", root / "a" / "loop")
+    os.symlink(".", root / "b" / "self")
+    os.symlink("../a", root / "c" / "to_a")
+    write_image(root / "c" / ODD_NAME, size=(30, 20))
+    os.symlink("gone.png", root / "b" / "dangling.png")
+    os.symlink("spin.png", root / "c" / "spin.png")
+    return root
+
+
+class _RunsCode:
+    """Unpickling this runs a shell command: what a malicious .pt/.ckpt would do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def write_code_running_pickle(path: Path, marker: Path) -> Path:
+    """A checkpoint-like pickle at ``path`` whose loading would run ``touch <marker>``: if ``marker`` exists after a
+    test, the code ran."""
+    import pickle
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        pickle.dump({"state_dict": _RunsCode(marker)}, f, protocol=2)
+    return path
+
+
+#: A prefix that runs a command without root's override rights (CI runs as root): permission checks then bite.
+DROP_ROOT = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+
+
+def run_cases(tmp_path: Path, cases: list[dict], prefix: list[str] = (), timeout: float = 600) -> list[dict]:
+    """Run ``cases`` (``{"argv": [...], "env": {...}}``) in one subprocess; return code, stdout, stderr of each."""
+    cases_file, results_file = tmp_path / "cases.json", tmp_path / "results.json"
+    cases_file.write_text(json.dumps(cases))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
+    env.pop("LITSTARTER_TRACEBACK", None)
+    proc = subprocess.run(
+        [*prefix, sys.executable, "-m", "tests.e2e.cli_cases", str(cases_file), str(results_file)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(results_file.read_text())
+
+
+def assert_refused(result: dict, code: int, *named: str) -> str:
+    """Exit ``code``; one ``litstarter <sub>: error:`` sentence naming each of ``named``; no traceback."""
+    err = result["stderr"]
+    context = f"{result['argv']}\n{err[-3000:]}"
+    assert result["code"] == code, context
+    assert "Traceback" not in err, context
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and errors[0].startswith("litstarter "), context
+    message = err[err.index(errors[0]) :]
+    for name in named:
+        assert name in message, (name, context)
+    return message

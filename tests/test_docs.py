@@ -32,9 +32,9 @@ PRACTICES = [
     "label smoothing",
     "gradient checkpointing",
     "compile",
-    "export and verification",
-    "quantization",
-    "inference",
+    "export and verification",  # extra: deploy
+    "quantization",  # extra: deploy
+    "inference",  # extra: deploy
     "fine-tuning",
     "DDP",
     "FSDP",
@@ -42,9 +42,12 @@ PRACTICES = [
     "profiling",
     "seeding and determinism",
     "logging",
-    "serving",
+    "serving",  # extra: serve
 ]
-SYMPTOMS = ["not go down", "NaN", "out of memory", "memory grows", "same device", "shape", "slow", "after export"]
+SYMPTOMS = [
+    "not go down", "NaN", "out of memory", "memory grows", "same device", "shape", "slow",
+    "after export",  # extra: deploy
+]  # fmt: skip
 PATH_PATTERN = r"(?:configs|benchmarks|scripts|notebooks|examples|docs|tests)/[\w./-]+\.(?:yaml|py|sh|sbatch|ipynb|md)"
 
 

@@ -25,7 +25,9 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 #: An extra may import the extras listed here, and no other.
-EXTRA_USES: dict[str, set[str]] = {"serve": {"deploy"}}
+EXTRA_USES: dict[str, set[str]] = {
+    "serve": {"deploy"},  # extra: serve
+}
 #: The project zone's lines on the single-label training path (cli -> task -> models -> data -> the callbacks the
 #: default config lists), following imports within the zone.
 TRAINING_PATH_BUDGET = 2100
@@ -87,8 +89,10 @@ def zone(module: str) -> str:
     return "project"
 
 
-def violations(graph: dict[str, set[str]], absolute: dict[str, set[str]], package: str) -> list[str]:
-    """Every broken rule, one line each."""
+def violations(
+    graph: dict[str, set[str]], absolute: dict[str, set[str]], package: str, extra_uses: dict[str, set[str]]
+) -> list[str]:
+    """Every broken rule, one line each (``extra_uses``: which extras each extra may import)."""
     found = []
     for module, targets in sorted(graph.items()):
         here = zone(module)
@@ -98,7 +102,7 @@ def violations(graph: dict[str, set[str]], absolute: dict[str, set[str]], packag
                 found.append(f"{module} imports {target}: the engine imports only itself")
             if there.startswith("extra:") and here not in (there, "entry"):
                 name = there.split(":")[1]
-                if not (here.startswith("extra:") and name in EXTRA_USES.get(here.split(":")[1], set())):
+                if not (here.startswith("extra:") and name in extra_uses.get(here.split(":")[1], set())):
                     found.append(f"{module} imports {target}: only the entry point (or a declared extra) uses an extra")
         if module.split(".")[1:2] == ["models"] and targets & {"lightning", "pytorch_lightning"}:
             found.append(f"{module} imports Lightning: models/ are plain nn.Modules")
@@ -148,7 +152,7 @@ def training_path(graph: dict[str, set[str]], package: str) -> list[str]:
 
 def test_the_package_follows_the_zones() -> None:
     graph, absolute, _ = import_graph()
-    assert violations(graph, absolute, package_dir().name) == []
+    assert violations(graph, absolute, package_dir().name, EXTRA_USES) == []
 
 
 def test_the_top_of_the_package_stays_small() -> None:
@@ -180,13 +184,13 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         "pkg/_engine/run/__init__.py": "",
         "pkg/_engine/run/claim.py": "from ..errors import UsageError\n",
         "pkg/extras/__init__.py": "",
-        "pkg/extras/deploy/__init__.py": "",
-        "pkg/extras/deploy/export.py": "from pkg import task\nfrom pkg._engine import errors\nfrom . import infer\n",
-        "pkg/extras/deploy/infer.py": "import numpy\n",
-        "pkg/extras/serve/__init__.py": "",
-        "pkg/extras/serve/app.py": "from pkg.extras.deploy import infer\n",
-        "pkg/extras/tune/__init__.py": "",
-        "pkg/extras/tune/command.py": "from pkg.cli import main\n",
+        "pkg/extras/alpha/__init__.py": "",
+        "pkg/extras/alpha/export.py": "from pkg import task\nfrom pkg._engine import errors\nfrom . import infer\n",
+        "pkg/extras/alpha/infer.py": "import numpy\n",
+        "pkg/extras/beta/__init__.py": "",
+        "pkg/extras/beta/app.py": "from pkg.extras.alpha import infer\n",
+        "pkg/extras/gamma/__init__.py": "",
+        "pkg/extras/gamma/command.py": "from pkg.cli import main\n",
         **files,
     }.items():
         (src / name).parent.mkdir(parents=True, exist_ok=True)
@@ -196,7 +200,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 
 def _violations(tmp_path: Path, files: dict[str, str]) -> list[str]:
     graph, absolute, _ = import_graph(_tree(tmp_path, files))
-    return violations(graph, absolute, "pkg")
+    return violations(graph, absolute, "pkg", {"beta": {"alpha"}})
 
 
 def test_a_clean_tree_passes(tmp_path: Path) -> None:
@@ -207,14 +211,14 @@ def test_a_clean_tree_passes(tmp_path: Path) -> None:
     ("files", "expected"),
     [
         ({"pkg/_engine/errors.py": "from pkg import task\n"}, "the engine imports only itself"),
-        ({"pkg/_engine/errors.py": "def f():\n    from pkg.extras.deploy import infer\n"}, "the engine imports only"),
+        ({"pkg/_engine/errors.py": "def f():\n    from pkg.extras.alpha import infer\n"}, "the engine imports only"),
         ({"pkg/_engine/run/claim.py": "from pkg._engine.errors import UsageError\n"}, "imports itself relatively"),
-        ({"pkg/task.py": "import pkg.extras.deploy.infer\n"}, "only the entry point (or a declared extra)"),
-        ({"pkg/models/net.py": "from pkg.extras.tune import command\n"}, "only the entry point (or a declared extra)"),
-        ({"pkg/extras/tune/command.py": "from pkg.extras.deploy import export\n"}, "(or a declared extra)"),
-        ({"pkg/extras/deploy/infer.py": "from pkg.extras.serve import app\n"}, "(or a declared extra)"),
+        ({"pkg/task.py": "import pkg.extras.alpha.infer\n"}, "only the entry point (or a declared extra)"),
+        ({"pkg/models/net.py": "from pkg.extras.gamma import command\n"}, "only the entry point (or a declared extra)"),
+        ({"pkg/extras/gamma/command.py": "from pkg.extras.alpha import export\n"}, "(or a declared extra)"),
+        ({"pkg/extras/alpha/infer.py": "from pkg.extras.beta import app\n"}, "(or a declared extra)"),
         ({"pkg/models/net.py": "import lightning.pytorch as pl\n"}, "models/ are plain nn.Modules"),
-        ({"pkg/extras/deploy/infer.py": "def f():\n    from pkg.extras.deploy import export\n"}, "import cycle"),
+        ({"pkg/extras/alpha/infer.py": "def f():\n    from pkg.extras.alpha import export\n"}, "import cycle"),
     ],
     ids=[
         "engine-imports-project",

@@ -77,8 +77,8 @@ def main(
 
     Args:
         args: Command-line arguments, without the program name.
-        callbacks: Callback objects added to the configured ones (``litstarter tune`` adds its pruning callback).
-        run_dir: The run's folder for every logger (``litstarter tune``'s trials); None: the loggers decide.
+        callbacks: Callback objects added to the configured ones (a sweep adds its pruning callback).
+        run_dir: The run's folder for every logger (a sweep's trials); None: the loggers decide.
     """
     return LitStarterCLI(
         ImageClassifier,

@@ -1,37 +1,25 @@
-"""Issue 17 items 2 and 8 through the real CLI: folder-link loops never multiply the data; names that aren't
-UTF-8, dangling links and file-link loops go through on_bad_file in fit and get a row each in infer."""
+"""Hostile folders through the real CLI: folder-link loops never multiply the data; names that aren't UTF-8,
+dangling links and file-link loops go through on_bad_file."""
 
 from __future__ import annotations
 
-import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from litstarter.__main__ import main as litstarter_main
 from litstarter._engine.images.manifest import as_records
-from litstarter.extras.deploy import infer
-from tests.helpers import CONFIGS, DEFAULT_CONFIG, MIXED_IMAGES, make_image_folder, run_litstarter, write_image
+from tests.helpers import CONFIGS, DEFAULT_CONFIG, ODD_NAME, make_hostile_folder, run_litstarter
 
 pytestmark = pytest.mark.slow
 
-ODD = os.fsdecode(b"caf\xe9.png")  # Latin-1 bytes: not valid UTF-8
+ODD = ODD_NAME
 
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> Path:
-    """18 images in 3 classes, plus ``loop -> ..``, ``self -> .``, a link to a sibling class, an image whose
-    name isn't UTF-8, a dangling link and a file-link loop."""
-    root = make_image_folder(tmp_path_factory.mktemp("hostile") / "root", {"a": 6, "b": 6, "c": 6}, **MIXED_IMAGES)
-    os.symlink("..", root / "a" / "loop")
-    os.symlink(".", root / "b" / "self")
-    os.symlink("../a", root / "c" / "to_a")
-    write_image(root / "c" / ODD, size=(30, 20))
-    os.symlink("gone.png", root / "b" / "dangling.png")
-    os.symlink("spin.png", root / "c" / "spin.png")
-    return root
+    return make_hostile_folder(tmp_path_factory.mktemp("hostile") / "root")
 
 
 def fit_args(root: Path, tmp_path: Path, on_bad_file: str) -> list[str]:
@@ -78,18 +66,3 @@ def test_under_error_the_dangling_link_and_the_link_loop_are_named_in_one_messag
     assert "b/dangling.png: dangling symbolic link (its target 'gone.png' does not exist)" in message
     assert "c/spin.png: symbolic link loop" in message
     assert "caf" not in message  # the odd name is a good image
-
-
-def test_infer_gives_every_file_a_row_and_writes_the_csv_whatever_the_names(hostile, skipped_fit, capsys) -> None:
-    tmp_path, _ = skipped_fit
-    (ckpt,) = (tmp_path / "runs").glob("*/version_0/checkpoints/last.ckpt")
-    output = tmp_path / "preds.csv"
-    rc = infer.main(["--model", str(ckpt), "--input", str(hostile), "--output", str(output)])
-    assert rc == 1  # some files could not be read
-    with open(output, newline="", encoding="utf-8") as f:  # valid UTF-8 whatever the names
-        rows = {Path(r["file"]).relative_to(hostile).as_posix(): r for r in csv.DictReader(f)}
-    assert len(rows) == 21  # 18 + the odd name + dangling + loop; nothing through the folder links
-    assert rows["c/caf\\xe9.png"]["pred"] in ("a", "b", "c") and not rows["c/caf\\xe9.png"]["error"]
-    assert rows["b/dangling.png"]["error"].startswith("dangling symbolic link")
-    assert rows["c/spin.png"]["error"].startswith("symbolic link loop")
-    assert "did not follow 3 folder link(s)" in capsys.readouterr().err

@@ -1,16 +1,17 @@
-"""Make it yours, on one copy of the repository: ``make rename`` the package, then delete ``deploy/``.
+"""Make it yours, on copies of the repository: ``make rename`` the package, then delete extras whole.
 
-Between them the copy's whole fast suite (``-m "not slow"``, what ``make test-fast`` runs) passes once, run with
-the shared venv but the copy's own ``src`` first on the path (the venv's editable install points at the
-original): after the rename, the tests of ``deploy/`` (the ones about to go) and a 1-epoch fit through the
-renamed package; after the deletion, every test left. (Twice the whole suite cost the CI's two cores about three
-minutes more, for no test that the split leaves out.)
+* Each extra deleted in turn (``make drop-extra``, with the extras that import it) on its own copy: nothing outside
+  the deleted parts still names it, the copy lints clean and every one of its tests still imports (``pytest
+  --collect-only``).
+* The renamed copy with every extra deleted runs its whole fast suite, with the shared venv but the copy's own
+  ``src`` first on the path (the venv's editable install points at the original): one suite for all of them keeps
+  the budget, and what a single deletion could break is caught by the collection above.
 """
 
 from __future__ import annotations
 
-import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,8 +21,18 @@ import pytest
 
 from tests.helpers import REPO
 
+sys.path.insert(0, str(REPO / "scripts"))
+import drop_extra  # noqa: E402  (a script, not a package)
+
 NEW = "mytask"
 IGNORED = (".git", ".venv", "runs", "lightning_logs", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info")
+EXTRAS = drop_extra.extras(REPO)
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    copy = tmp_path / name
+    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(*IGNORED))
+    return copy
 
 
 def _run(args: list[str], copy: Path, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -33,31 +44,44 @@ def _run(args: list[str], copy: Path, timeout: float = 600) -> subprocess.Comple
     return proc
 
 
-def _imports_deploy(path: Path) -> bool:
-    """Whether a module imports ``<package>.deploy`` at its top level (a test of the deployment pipeline)."""
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Import) and any(a.name.startswith(f"{NEW}.deploy") for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"{NEW}.deploy"):
-            return True
-        if isinstance(node, ast.ImportFrom) and node.module == NEW and any(a.name == "deploy" for a in node.names):
-            return True
-    return False
+def names_of(extra: str, root: Path) -> list[re.Pattern]:
+    """What names extra ``extra`` in a file: its module and folder, its parts, its pip extra, its marker and its
+    subcommands (as ``<package> <subcommand>``), each as a whole word."""
+    init = drop_extra.extras_dir(root) / extra / "__init__.py"
+    package = drop_extra.package_dir(root).name
+    parts = list(drop_extra.constant(init, "PARTS"))
+    names = {f"extras.{extra}", f"extras/{extra}", f"[{extra}]", f"extra: {extra}", *parts}
+    names |= {Path(part).name for part in parts if Path(part).suffix}  # a page linked from its neighbours by file name
+    names |= {f"{package} {command}" for command in drop_extra.constant(init, "COMMANDS", {})}
+    return [re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])") for name in sorted(names)]
 
 
-def _fast_suite(copy: Path, *paths: Path) -> str:
-    """The copy's ``make test-fast`` (every test not marked slow, on two processes), or its tests in ``paths``;
-    its summary line."""
-    args = [sys.executable, "-m", "pytest", "-m", "not slow", "-n", "2", "-q", "-p", "no:cacheprovider"]
-    return _run([*args, *map(str, paths)], copy, timeout=900).stdout.strip().splitlines()[-1]
+def still_named(copy: Path, patterns: list[re.Pattern]) -> list[str]:
+    """``file:line: text`` for every line of the copy that still names one of ``patterns``."""
+    return [
+        f"{path.relative_to(copy)}:{i}: {line.strip()[:160]}"
+        for path, text in drop_extra.text_files(copy)
+        for i, line in enumerate(text.splitlines(), 1)
+        if any(p.search(line) for p in patterns)
+    ]
 
 
-@pytest.mark.slow
+@pytest.mark.parametrize("extra", EXTRAS)
+def test_each_extra_deletes_whole_and_leaves_nothing_that_names_it(extra: str, tmp_path: Path) -> None:
+    copy = _copy(tmp_path, "project")
+    patterns = [p for name in drop_extra.with_users([extra], copy) for p in names_of(name, copy)]
+    _run([sys.executable, "scripts/drop_extra.py", extra], copy)
+    assert not (drop_extra.extras_dir(copy) / extra).exists()
+    assert still_named(copy, patterns) == []
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent))
+    _run([ruff, "check", "--no-cache", "src", "tests", "benchmarks", "examples"], copy)
+    collected = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"], copy)
+    assert "error" not in collected.stdout.splitlines()[-1], collected.stdout[-3000:]
+
+
 @pytest.mark.timeout(1500)
-def test_rename_then_delete_deploy_leaves_a_template_whose_tests_pass(tmp_path: Path) -> None:
-    copy = tmp_path / "my_project"
-    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(*IGNORED))
-
+def test_rename_then_delete_every_extra_leaves_a_template_whose_fast_suite_passes(tmp_path: Path) -> None:
+    copy = _copy(tmp_path, "my_project")
     _run([sys.executable, "scripts/rename.py", NEW], copy)
     assert (copy / "src" / NEW / "__main__.py").is_file() and not (copy / "src" / "litstarter").exists()
     pyproject = (copy / "pyproject.toml").read_text()
@@ -67,10 +91,6 @@ def test_rename_then_delete_deploy_leaves_a_template_whose_tests_pass(tmp_path: 
             p for p in (copy / folder).rglob("*.*") if p.suffix in (".py", ".yaml") and "litstarter" in p.read_text()
         ]
         assert not left, f"the old name is left in {left}"
-    deploy_tests = [test for test in (copy / "tests").rglob("*.py") if _imports_deploy(test)]
-    assert len(deploy_tests) >= 5, deploy_tests  # the export, backends, serve, infer... tests
-    summary = _fast_suite(copy, *deploy_tests)
-    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
 
     runs = tmp_path / "runs"
     fit = [sys.executable, "-m", NEW, "fit", "--config", "configs/default.yaml", "--trainer.max_epochs=1"]
@@ -80,11 +100,11 @@ def test_rename_then_delete_deploy_leaves_a_template_whose_tests_pass(tmp_path: 
     assert f"class_path: {NEW}.data.DigitsDataModule" in (run / "config.yaml").read_text()
     assert (run / "checkpoints" / "last.ckpt").is_file() and (run / "metrics.json").is_file()
 
-    shutil.rmtree(copy / "src" / NEW / "deploy")
-    for test in deploy_tests:  # deploy's tests: those importing it at the top
-        test.unlink()
+    _run([sys.executable, "scripts/drop_extra.py", *EXTRAS], copy)
+    assert not any((copy / "src" / NEW / "extras").glob("*/__init__.py"))
     help_text = _run([sys.executable, "-m", NEW, "--help"], copy).stdout
     listed = {line.split()[0] for line in help_text.split("subcommands:")[1].splitlines() if line.startswith("  ")}
-    assert {"fit", "test", "doctor"} <= listed and not listed & {"export", "infer", "serve"}, listed
-    summary = _fast_suite(copy)
+    assert listed == {"fit", "validate", "test", "predict"}, listed
+    args = [sys.executable, "-m", "pytest", "-m", "not slow", "-n", "2", "-q", "-p", "no:cacheprovider"]
+    summary = _run(args, copy, timeout=900).stdout.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, summary

@@ -1,6 +1,6 @@
 """How many CPU cores this process may use, and the loader workers that follows from it.
 
-Standard library only: ``litstarter doctor`` reports these even when torch or Lightning cannot be imported.
+Standard library only: they can be reported even when torch or Lightning cannot be imported.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ when the classes differ, and a report says what happened. Nothing that silently 
 Accepted files (all read with ``torch.load(..., weights_only=True)``):
 
 * a litstarter (Lightning) checkpoint: ``{"state_dict": {"net.backbone...", "net.head..."}, "hyper_parameters"}``;
-* ``weights.pt`` from ``litstarter export`` (``Classifier.state_dict()``: ``backbone.*``, ``head.*``);
+* an exported ``weights.pt`` (``Classifier.state_dict()``: ``backbone.*``, ``head.*``);
 * a backbone state_dict (keys as in ``create_backbone(...).state_dict()``, e.g. a torchvision weights file).
 
 The normalisation buffers (``mean``, ``std``) are not taken over: this run normalises with its own data's statistics.

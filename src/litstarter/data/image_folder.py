@@ -90,7 +90,7 @@ class ImageFolderDataModule(ArrayDataModule):
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if sampler not in ("none", "weighted", "balanced"):
             raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
-        # The listing, the split and the cache (the engine's; `litstarter inspect` reads the same).
+        # The listing, the split and the cache: the engine's, shared with the reports that read the same cache.
         self.folder = CachedImageFolder(
             root, labels, image_size, channels, val_fraction, test_fraction, cache_dir, cache_workers, cache_verify,
             on_bad_file, seed, classes,

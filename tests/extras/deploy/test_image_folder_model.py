@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from litstarter.extras.deploy import infer
-from tests.helpers import DEFAULT_CONFIG, best_checkpoint, eager_predictions, make_image_folder, read_csv, run_cli
+from tests.extras.deploy.helpers import eager_predictions, read_csv
+from tests.helpers import DEFAULT_CONFIG, best_checkpoint, make_image_folder, run_cli
 
 pytestmark = pytest.mark.slow  # end to end
 

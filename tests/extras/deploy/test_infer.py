@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from litstarter.extras.deploy import infer
-from tests.helpers import eager_predictions, read_csv
+from tests.extras.deploy.helpers import eager_predictions, read_csv
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from tests.helpers import eager_predictions
+from tests.extras.deploy.helpers import eager_predictions
 
 pytestmark = pytest.mark.slow  # end to end
 

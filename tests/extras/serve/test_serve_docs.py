@@ -21,7 +21,7 @@ def test_serve_options_and_routes_in_the_docs_exist(name: str) -> None:
     options = {a for action in build_parser()._actions for a in action.option_strings}
     commands = re.findall(r"litstarter serve ([^`\n]*)", text)
     cited = {o for command in commands for o in re.findall(r"(--\w+)", command)}
-    if name == "docs/serving.md":  # the page explains options in prose too: `--max_batch_size 1`
+    if name == "docs/serve.md":  # the page explains options in prose too: `--max_batch_size 1`
         cited |= set(re.findall(r"`(--\w+)", text))
         assert {"--max_batch_size", "--batch_timeout", "--workers", "--request_timeout"} <= cited
     assert cited <= options, f"{name} cites litstarter serve options that do not exist: {sorted(cited - options)}"

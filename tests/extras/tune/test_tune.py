@@ -15,7 +15,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tests.helpers import DEFAULT_CONFIG, REPO, free_port, run_litstarter, tune_args
+from tests.extras.tune.helpers import tune_args
+from tests.helpers import DEFAULT_CONFIG, REPO, free_port, run_litstarter
 
 pytestmark = pytest.mark.slow
 

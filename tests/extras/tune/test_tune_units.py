@@ -18,7 +18,8 @@ from litstarter.extras.tune.command import run_trials, split_overrides
 from litstarter.extras.tune.report import best_config, trial_error, write_trials_csv
 from litstarter.extras.tune.search_space import load_search_space
 from litstarter.extras.tune.storage import WORKER_ATTR, fail_trials_of_dead_workers, open_storage, this_worker
-from tests.helpers import CONFIGS, DEFAULT_CONFIG, free_port, tune_args
+from tests.extras.tune.helpers import tune_args
+from tests.helpers import CONFIGS, DEFAULT_CONFIG, free_port
 
 SEARCH_FILES = sorted((CONFIGS / "search").glob("*.yaml"))
 GOOD = "objective: {metric: val/acc}\nparams:\n  model.dropout: {type: float, low: 0.0, high: 0.5}\n"
@@ -204,7 +205,7 @@ def test_trials_csv_names_each_trials_error(tmp_path: Path) -> None:
 
 def test_the_search_space_shown_in_the_docs_loads(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(CONFIGS.parent)
-    block = (CONFIGS.parent / "docs" / "sweeps.md").read_text().split("```yaml\n", 1)[1].split("```", 1)[0]
+    block = (CONFIGS.parent / "docs" / "tune.md").read_text().split("```yaml\n", 1)[1].split("```", 1)[0]
     space = load_search_space(write(tmp_path, block))
     assert {p.name for p in space.params} >= {"model.optimizer.init_args.lr", "optimizer"}
 

@@ -2,64 +2,20 @@
 
 from __future__ import annotations
 
-import json
-import os
-import pickle
-
 import pytest
 import torch
 
 from litstarter._engine.checkpoints import CheckpointError, load_state_dict_checked, load_torch_file
-from litstarter.extras.deploy import export, infer
-from litstarter.extras.deploy.contract import ModelContract
-from litstarter.models.classifier import architecture_of, build_classifier
+from litstarter.models.classifier import build_classifier
 from litstarter.task import ImageClassifier
+from tests.helpers import write_code_running_pickle
 
 
-class RunsCode:
-    """Unpickling this runs a shell command: what a malicious .pt/.ckpt would do."""
-
-    def __init__(self, marker) -> None:
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
-
-
-@pytest.fixture
-def malicious(tmp_path):
+def test_a_pickle_that_would_run_code_is_refused(tmp_path):
     marker = tmp_path / "code_ran"
-    paths = []
-    for name in ("checkpoints/evil.ckpt", "export/weights.pt"):
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as f:
-            pickle.dump({"state_dict": RunsCode(marker)}, f, protocol=2)
-        paths.append(path)
-    return marker, paths
-
-
-def test_pickle_that_would_run_code_is_refused(malicious, tmp_path, capsys):
-    marker, (ckpt, weights) = malicious
+    ckpt = write_code_running_pickle(tmp_path / "evil.ckpt", marker)
     with pytest.raises(CheckpointError, match="refusing to load .*evil.ckpt"):
         load_torch_file(ckpt)
-    assert export.main(["--ckpt_path", str(ckpt)]) == 1  # a file that could run code: an unusable model file
-    assert "refusing to load" in capsys.readouterr().err
-    # A valid sidecar beside it, so that infer gets as far as loading the weights file.
-    hparams = {
-        "image_size": (8, 8),
-        "resize_size": (8, 8),
-        "in_channels": 1,
-        "num_classes": 2,
-        "backbone": "small_cnn",
-        "backbone_kwargs": None,
-        "dropout": 0.0,
-    }
-    contract = ModelContract.from_hparams(hparams, [0.5], [0.25], architecture=architecture_of(hparams))
-    (weights.parent / "model.json").write_text(json.dumps(contract.to_dict()))
-    args = ["--input", str(weights.parent), "--output", str(tmp_path / "p.csv")]
-    assert infer.main(["--model", str(weights), *args]) == 1
-    assert "refusing to load" in capsys.readouterr().err
     assert not marker.exists()  # the command in the pickle never ran
 
 

@@ -1,8 +1,8 @@
-"""An image folder's settings, listing and cache, without Lightning: what ``fit`` and ``inspect`` share.
+"""An image folder's settings, listing and cache, without Lightning.
 
-:class:`~litstarter.data.image_folder.ImageFolderDataModule` holds one of these and adds the loaders;
-``litstarter inspect`` builds one from the same ``data`` config and reads the same cache, so the folder is
-listed, split and decoded by one piece of code, and cached once.
+:class:`~litstarter.data.image_folder.ImageFolderDataModule` holds one of these and adds the loaders; a report on
+the folder builds one from the same ``data`` config and reads the same cache, so the folder is listed, split and
+decoded by one piece of code, and cached once.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A test score is only held-out if no test image was also trained on. Datasets collected by hand often hold
 copies (one photo saved twice, a ``train`` and a ``test`` folder cut from overlapping exports); the cache
 records each file's SHA-256 when it decodes it, so finding them costs a dictionary pass, and every fit
-warns, and ``litstarter inspect`` lists them.
+warns.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def warn_leakage(cache: ImageCache) -> list[dict]:
         more = f"; and {len(leaks) - EXAMPLES} more" if len(leaks) > EXAMPLES else ""
         warnings.warn(
             f"data leakage: {len(leaks)} image(s) appear in more than one split (identical files): {examples}{more}."
-            " Scores on a split that shares images with train are not held-out; `litstarter inspect` lists them all.",
+            " Scores on a split that shares images with train are not held-out: remove the copies from one split.",
             stacklevel=2,
         )
     return leaks

@@ -1,6 +1,6 @@
 """Walking folders without lying: each real folder listed once, each real file counted once, odd names kept.
 
-The rules, shared by training's folder listing and ``litstarter infer``:
+The rules, shared by training's folder listing and inference on files:
 
 * **Directory links** are followed when they lead *outside* the folder being listed (a class folder that
   is a link to another disk works). A link that leads back *inside* it (``loop -> ..``, ``self -> .``, a

@@ -1,6 +1,6 @@
 """Deterministic image preprocessing shared by the cache build and by inference on files.
 
-Torch-free on purpose (numpy + Pillow only): ``litstarter infer`` with an ONNX model runs on a box that has
+Torch-free on purpose (numpy + Pillow only): inference on files with an ONNX model runs on a box that has
 no torch. Whatever the cache does to an image, inference on a file does exactly the same.
 
 Pipeline for one file: decode -> orientation from EXIF -> convert to the configured channels (8-bit) ->

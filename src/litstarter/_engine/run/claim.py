@@ -91,7 +91,7 @@ def _version_number(name: str) -> int | None:
 def claim_run_directory(config) -> Path | None:
     """Set the run-folder logger's ``version`` to a folder this run owns, claimed atomically; return the folder.
 
-    Nothing happens when the version is already set (a resume, ``litstarter tune``, the user), or there is no
+    Nothing happens when the version is already set (a resume, a sweep's trial, the user), or there is no
     file logger. A process that a launcher started for another rank claims nothing (see the module docstring).
     """
     entry = run_dir_logger(config)

@@ -42,7 +42,7 @@ class RunCLI(LightningCLI):
 
     Args:
         *args: LightningCLI's arguments.
-        run_dir: Put the run in this folder, for every logger (``litstarter tune`` gives each trial its own);
+        run_dir: Put the run in this folder, for every logger (a sweep gives each trial its own);
             None: the loggers' ``<save_dir>/<name>/version_<n>``.
         **kwargs: LightningCLI's keyword arguments.
     """

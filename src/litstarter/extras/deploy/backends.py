@@ -219,7 +219,7 @@ def _resolve_contract(path: Path, contract: ModelContract | None, embedded: str 
     return sidecar
 
 
-# ORT's defaults, stated (benchmarks/inference.py reports them): every graph optimisation (constant folding,
+# ORT's defaults, stated (benchmarks/deploy_inference.py reports them): every graph optimisation (constant folding,
 # fusions, QDQ pairs into integer kernels) and one op at a time, each op using the intra-op threads (parallel
 # execution of independent ops only pays for branchy graphs; ours are chains).
 ORT_OPTIMIZATION_LEVEL = "ORT_ENABLE_ALL"

@@ -1,6 +1,6 @@
 """Inference speed of every artifact `litstarter export` writes, measured side by side in one run.
 
-    .venv/bin/python benchmarks/inference.py [--ckpt_path CKPT] [--threads 2] [--epochs 5]
+    .venv/bin/python benchmarks/deploy_inference.py [--ckpt_path CKPT] [--threads 2] [--epochs 5]
 
 Without ``--ckpt_path`` it first makes two models worth timing on a synthetic image folder (4 shape classes,
 random colours, positions and noise), both with the template's default image-folder setup at 64 px
