@@ -56,12 +56,12 @@ postgresql: ## Install Debian's postgresql server for the tune test, only when a
 # <<< extra: tune
 
 lint: $(DEV_STAMP) ## ruff check + format check
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
+	$(BIN)/ruff format --check src tests benchmarks examples scripts
 
 format: $(DEV_STAMP) ## Apply ruff fixes and formatting
-	$(BIN)/ruff check --fix src tests benchmarks examples
-	$(BIN)/ruff format src tests benchmarks examples
+	$(BIN)/ruff check --fix src tests benchmarks examples scripts
+	$(BIN)/ruff format src tests benchmarks examples scripts
 
 tensorboard: $(STAMP) ## Serve the TensorBoard logs under runs/
 	$(BIN)/tensorboard --logdir runs

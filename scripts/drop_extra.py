@@ -4,8 +4,8 @@ An extra is ``src/<package>/extras/<name>/``, the paths its ``__init__.py`` list
 benchmarks, examples, configs), and every line elsewhere that carries its marker: a line ending in
 ``# extra: <name>`` (``<!-- extra: <name> -->`` in Markdown), or a block from ``>>> extra: <name>`` to
 ``<<< extra: <name>`` (its pyproject extra, its make targets, its rows in the docs). The extras that import it go
-too (``serve`` imports ``deploy``), and the script says so. Run it on a clean checkout (review with ``git diff``),
-then ``make install``. Standard library only.
+too (``serve`` imports ``deploy``), and the script says so. The Python files it edited are then formatted with ruff,
+as ``make rename`` does. Run it on a clean checkout (review with ``git diff``), then ``make install``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import re
 import shutil
 import sys
 from pathlib import Path
+
+from rename import reformat  # scripts/ is on the path when a script here runs
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Folders never touched: version control, environments, outputs and caches.
@@ -123,12 +125,15 @@ def drop(names: list[str], root: Path = ROOT) -> list[str]:
                 shutil.rmtree(path)
             elif path.exists():
                 path.unlink()
+    changed = []
     for path, text in text_files(root):
         kept = text
         for name in dropped:
             kept = without_marked_lines(kept, name)
         if kept != text:
             path.write_text(kept, encoding="utf-8")
+            changed.append(path)
+    reformat(changed, root)  # a table left with one row, an import list without a line: as ruff would write them
     return dropped
 
 
@@ -139,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dropped = drop(args.names, args.root)
     also = sorted(set(dropped) - set(args.names))
-    print(f"deleted the extras {', '.join(dropped)}" + (f" ({', '.join(also)} imported them)" if also else ""))
+    print(f"deleted the extras {', '.join(sorted(dropped))}" + (f" ({', '.join(also)} imported them)" if also else ""))
     print("next: make install   (the venv keeps the packages they needed until you rebuild it)")
     return 0
 

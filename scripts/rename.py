@@ -79,7 +79,7 @@ def rename(new: str, root: Path = ROOT) -> list[Path]:
 
 
 def reformat(files: list[Path], root: Path = ROOT) -> bool:
-    """``ruff format`` the renamed Python files (their line lengths changed); False if no ruff was found."""
+    """``ruff format`` the given Python files (a rename or a deletion changed their lines); False without ruff."""
     candidates = [root / ".venv" / "bin" / "ruff", Path(sys.executable).parent / "ruff"]
     ruff = next((str(c) for c in candidates if c.is_file()), None) or shutil.which("ruff")
     if ruff is None:

@@ -74,7 +74,8 @@ def test_each_extra_deletes_whole_and_leaves_nothing_that_names_it(extra: str, t
     assert not (drop_extra.extras_dir(copy) / extra).exists()
     assert still_named(copy, patterns) == []
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent))
-    _run([ruff, "check", "--no-cache", "src", "tests", "benchmarks", "examples"], copy)
+    for lint in (["check"], ["format", "--check"]):
+        _run([ruff, *lint, "--no-cache", "src", "tests", "benchmarks", "examples", "scripts"], copy)
     collected = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"], copy)
     assert "error" not in collected.stdout.splitlines()[-1], collected.stdout[-3000:]
 
