@@ -64,10 +64,8 @@ def split_confusion_matrix(values: dict[str, torch.Tensor]) -> tuple[dict[str, t
 
 
 def scalar_metrics(values: dict[str, torch.Tensor], class_names: Sequence[str]) -> dict[str, torch.Tensor]:
-    """Expand per-class vectors ``(K,)`` into one scalar per class, keyed by class name.
-
-    ``{"val/recall": tensor([0.9, 1.0])}`` with names ``["cat", "dog"]`` becomes
-    ``{"val/recall/cat": 0.9, "val/recall/dog": 1.0}``; scalars pass through.
+    """Per-class vectors ``(K,)`` as one scalar per class: ``{"val/recall": [0.9, 1.0]}`` with ``["cat", "dog"]``
+    becomes ``{"val/recall/cat": 0.9, "val/recall/dog": 1.0}``; scalars pass through.
 
     Args:
         values: A computed :class:`MetricCollection` (the confusion matrix already split off).

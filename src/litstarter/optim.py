@@ -22,13 +22,9 @@ NORM_LAYERS: tuple[type[nn.Module], ...] = (
 
 
 def weight_decay_groups(module: nn.Module) -> list[dict]:
-    """Split trainable parameters into ``[{"params": decayed}, {"params": rest, "weight_decay": 0.0}]``.
-
-    Decayed: weights of convolutions, linear layers, embeddings. Not decayed: every parameter of a norm layer
-    (batch, layer, group, instance, RMS norm) and every bias. Weight decay pulls a weight toward zero, which
-    acts as a prior only where zero means "no effect"; for a norm scale (neutral at 1) or a bias it just
-    biases the model. The first group takes the optimiser's own ``weight_decay``. Empty groups are dropped;
-    frozen parameters (``requires_grad=False``) are left out.
+    """Trainable parameters as ``[{"params": decayed}, {"params": rest, "weight_decay": 0.0}]`` (empty groups
+    dropped): norm-layer parameters and biases are not decayed. Decay toward zero is a prior only where zero means
+    "no effect"; for a norm scale (neutral at 1) or a bias it just biases the model.
 
     Args:
         module: The module whose parameters to group.
@@ -48,12 +44,9 @@ def weight_decay_groups(module: nn.Module) -> list[dict]:
 
 
 def split_groups_by_module(groups: list[dict], module: nn.Module, name: str, rest: str) -> list[dict]:
-    """Split every parameter group in two: the parameters of ``module`` and the others, each group named.
-
-    Used for discriminative learning rates: the backbone's groups can then get their own ``lr``. A group keeps its
-    other settings (e.g. ``weight_decay: 0``); names are ``name`` / ``rest``, with ``_no_decay`` appended for a
-    group with ``weight_decay`` 0, so ``LearningRateMonitor`` logs e.g. ``lr-AdamW/backbone``. Empty groups are
-    dropped.
+    """Split every parameter group in two, ``module``'s parameters and the others, so that the backbone's can get
+    their own ``lr``. Each keeps its settings and is named ``name`` / ``rest`` (``_no_decay`` appended where
+    ``weight_decay`` is 0), so ``LearningRateMonitor`` logs e.g. ``lr-AdamW/backbone``.
 
     Args:
         groups: Parameter groups, e.g. from :func:`weight_decay_groups`.
@@ -76,20 +69,14 @@ def split_groups_by_module(groups: list[dict], module: nn.Module, name: str, res
 
 
 def total_grad_norm(params: Iterable[nn.Parameter]) -> torch.Tensor:
-    """The global L2 norm of all gradients, as a device tensor (no synchronisation).
-
-    Args:
-        params: Parameters; those without a gradient are skipped.
-    """
+    """The global L2 norm of all gradients (those without one skipped), as a device tensor: no synchronisation."""
     grads = [p.grad for p in params if p.grad is not None]
     return torch.nn.utils.get_total_norm(grads, norm_type=2.0) if grads else torch.zeros(())
 
 
 class WarmupCosineLR(LRScheduler):
-    """Linear warmup from ~0 to the base learning rate, then cosine decay to ``min_lr_ratio`` of it.
-
-    Stepped once per optimiser step. Warmup keeps the first, large and noisy updates (Adam's second-moment
-    estimates are still poor, BN statistics are still moving) from throwing the weights somewhere bad.
+    """Linear warmup from ~0 to the base learning rate, then cosine decay to ``min_lr_ratio`` of it, stepped every
+    optimiser step. Warmup keeps the first, noisy updates (Adam's moments are still poor) from going far astray.
 
     Args:
         optimizer: The wrapped optimiser.
@@ -131,11 +118,8 @@ class WarmupCosineLR(LRScheduler):
         return self.min_lr_ratio + (1 - self.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
     def state_dict(self) -> dict:
-        """Scheduler state without ``total_steps``: a resumed run follows its *current* plan.
-
-        Resuming with a larger ``--trainer.max_epochs`` then stretches the cosine over the new length
-        instead of idling at the floor; resuming with the same plan gives exactly the same schedule.
-        """
+        """Scheduler state without ``total_steps``: a resume follows its current plan (a larger ``max_epochs``
+        stretches the cosine instead of idling at the floor; the same plan gives exactly the same schedule)."""
         state = super().state_dict()
         state.pop("total_steps", None)
         return state
@@ -158,15 +142,7 @@ def default_scheduler(optimizer: Optimizer, total_steps: int | None = None) -> L
 
 def param_groups(module: nn.Module, no_decay_norm_and_bias: bool, backbone: nn.Module, backbone_lr_scale: float):
     """What the task hands its optimiser: :func:`weight_decay_groups` (or every parameter), split into named
-    backbone/head groups by :func:`split_groups_by_module` when ``backbone_lr_scale`` is not 1.
-
-    Args:
-        module: The module whose parameters to optimise.
-        no_decay_norm_and_bias: Exempt norm-layer parameters and biases from weight decay.
-        backbone: The submodule whose parameters get the scaled rate.
-        backbone_lr_scale: The backbone's learning rate as a fraction of the rest's (applied by
-            :func:`scale_backbone_groups` once the optimiser exists).
-    """
+    backbone/head groups when ``backbone_lr_scale`` is not 1 (:func:`scale_backbone_groups` applies it)."""
     params = weight_decay_groups(module) if no_decay_norm_and_bias else module.parameters()
     if backbone_lr_scale == 1.0:
         return params

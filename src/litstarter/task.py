@@ -32,55 +32,39 @@ class ImageClassifier(L.LightningModule):
     """Image classification with cross-entropy on logits.
 
     Args:
-        backbone: A registered backbone name (``litstarter.models.list_backbones()``; ``configs/model/<name>.yaml``
-            selects one), or the class path of your own ``nn.Module`` (``my_pkg.backbones.TinyNet``) meeting the
-            backbone contract in ``litstarter.models.registry``; its arguments go in ``backbone_kwargs``.
-        num_classes: Number of classes; the CLI links it from ``data.num_classes``.
-        in_channels: Image channels; the CLI links it from ``data.channels``.
+        backbone: A registered name (``litstarter.models.list_backbones()``; ``configs/model/<name>.yaml`` selects
+            one) or the class path of your own ``nn.Module`` meeting the contract in ``litstarter.models.registry``.
+        num_classes: Number of classes; linked from ``data.num_classes``.
+        in_channels: Image channels; linked from ``data.channels``.
         image_size: Input ``[height, width]``; linked from ``data.image_size`` and recorded for export.
-        class_names: Class names in label order; linked from ``data.class_names`` so predictions can print them.
-        resize_size: ``[height, width]`` the data module stores images at before the eval view centre-crops
-            ``image_size`` (linked from the data module; recorded so inference on files resizes exactly as
-            training did). ``null`` means ``image_size``.
+        class_names: Class names in label order; linked from ``data.class_names``.
+        resize_size: ``[height, width]`` the data stores images at before the eval view centre-crops
+            ``image_size`` (linked; recorded so inference on files resizes as training did); ``null``: ``image_size``.
         backbone_kwargs: Extra arguments for the backbone factory (e.g. ``widths`` for ``small_cnn``).
-        weights: Pretrained backbone weights: ``null`` (random init), a torchvision weights name such as
-            ``IMAGENET1K_V1`` or ``DEFAULT`` (downloaded to ``torch.hub.get_dir()/checkpoints`` on first use), or a
-            path to a state_dict file. Other channel counts than 3 adapt the stem. Loaded when a fit starts
-            (not when resuming, nor by ``load_from_checkpoint``: the checkpoint holds the trained weights).
-        init_from: A checkpoint of ours, an exported ``weights.pt`` or a backbone state_dict to start from: every
-            tensor that fits loads (after ``weights``); the head is replaced when the classes differ. Nothing of the
-            backbone fitting is an error. Applied when a fit starts, like ``weights``.
-        freeze_backbone_epochs: Train only the head for this many epochs first; the backbone is frozen in eval
-            mode (batch-norm statistics fixed), then trains at ``backbone_lr_scale`` x the learning rate.
-        backbone_lr_scale: The backbone's learning rate as a fraction of the head's (e.g. 0.1 when fine-tuning):
-            its parameters get their own groups, followed by the schedule and logged as ``lr-<optimizer>/backbone``.
+        weights: Pretrained backbone weights: ``null`` (random init), a torchvision weights name (``IMAGENET1K_V1``,
+            ``DEFAULT``; downloaded to ``torch.hub.get_dir()/checkpoints`` once), or a state_dict file. Loaded when a
+            fit starts (not on resume, nor by ``load_from_checkpoint``); another channel count adapts the stem.
+        init_from: A checkpoint of ours, an exported ``weights.pt`` or a backbone state_dict to start from, after
+            ``weights``: every tensor that fits loads, the head is replaced when the classes differ.
+        freeze_backbone_epochs: Train only the head for this many epochs first (backbone frozen in eval mode).
+        backbone_lr_scale: The backbone's learning rate as a fraction of the head's (e.g. 0.1 when fine-tuning),
+            in parameter groups of its own, logged as ``lr-<optimizer>/backbone``.
         dropout: Dropout before the linear head.
-        optimizer: Optimiser factory; ``null``: AdamW (lr 3e-3, weight decay 0.05). It receives parameter groups (see
-            ``no_decay_norm_and_bias``); its own ``weight_decay`` applies to the first group.
-        lr_scheduler: Scheduler factory, stepped every optimiser step; ``null``: linear warmup (5%) then cosine.
-            A ``total_steps`` argument left unset is filled from ``trainer.estimated_stepping_batches``.
-            ``ReduceLROnPlateau`` is stepped once per epoch instead, after validation, on ``val/loss``.
+        optimizer: Optimiser factory over the parameter groups; ``null``: AdamW (lr 3e-3, weight decay 0.05).
+        lr_scheduler: Scheduler factory, stepped every optimiser step (``ReduceLROnPlateau``: every epoch, on
+            ``val/loss``); an unset ``total_steps`` is filled in from the Trainer. ``null``: 5% warmup, then cosine.
         label_smoothing: Cross-entropy label smoothing in [0, 1).
-        class_weights: Cross-entropy weight per class: ``auto`` (inverse class frequency of the data module's
-            train split, computed when fitting starts and saved in checkpoints), a list of ``num_classes``
-            weights, or ``null`` (unweighted). A loss-side alternative to ``data.sampler``.
-        no_decay_norm_and_bias: Exempt norm-layer parameters and biases from weight decay (it only pulls
-            them away from their neutral values); ``false`` decays every parameter.
-        gradient_checkpointing: Recompute the backbone's activations block by block in backward instead of
-            storing them: less memory for about one more forward pass. The backbone must implement
-            ``set_grad_checkpointing`` (``small_cnn`` does; see its docstring for the dropout and
-            batch-norm caveats).
-        channels_last: Keep the network and its inputs in NHWC memory layout: faster convolutions on
-            tensor-core GPUs under AMP (and with oneDNN on recent CPUs). Results are unchanged.
-        compile: ``torch.compile`` the backbone when fitting starts (``true``, or a dict of
-            ``torch.compile`` arguments such as ``{mode: max-autotune}``); undone when fitting ends.
-            Checkpoints are saved without the compiler's ``_orig_mod.`` key prefix, so they load uncompiled.
-        scale_lr_with_batch: Scale the optimiser's learning rate with the effective global batch
-            (per-device batch x devices x nodes x accumulation) relative to ``reference_batch_size``:
-            ``linear`` (x global/reference), ``sqrt`` (x its square root, gentler; often better for Adam),
-            or ``none``.
-        reference_batch_size: The global batch the configured learning rate was tuned for (64: the default
-            config on one device).
+        class_weights: Cross-entropy weight per class: ``auto`` (inverse class frequency of the train split, saved
+            in checkpoints), ``num_classes`` weights, or ``null``. A loss-side alternative to ``data.sampler``.
+        no_decay_norm_and_bias: Exempt norm-layer parameters and biases from weight decay.
+        gradient_checkpointing: Recompute the backbone's activations in backward: less memory for about one more
+            forward pass (the backbone must implement ``set_grad_checkpointing``, as ``small_cnn`` does).
+        channels_last: NHWC memory layout for the network and its inputs: faster convolutions on tensor cores.
+        compile: ``torch.compile`` the backbone while fitting (``true``, or its arguments such as
+            ``{mode: max-autotune}``); checkpoints are saved without the compiler's key prefix.
+        scale_lr_with_batch: Scale the learning rate with the effective global batch (per-device batch x devices x
+            nodes x accumulation) against ``reference_batch_size``: ``linear``, ``sqrt`` (gentler) or ``none``.
+        reference_batch_size: The global batch the configured learning rate was tuned for.
     """
 
     # Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).
@@ -132,22 +116,21 @@ class ImageClassifier(L.LightningModule):
         self.val_metrics = classification_metrics(num_classes, "val")
         self.test_metrics = classification_metrics(num_classes, "test")
         self.train_loss = MeanMetric()
-        # What init_from loaded, once a fit has started (see load_initial_weights).
-        self.init_report: TransferReport | None = None
-        # The last computed (K, K) confusion matrix per stage, for the PlotConfusionMatrix callback.
-        self.confusion_matrices: dict[str, torch.Tensor] = {}
+        self.init_report: TransferReport | None = None  # what init_from loaded, once a fit has started
+        self.confusion_matrices: dict[str, torch.Tensor] = {}  # the last (K, K) per stage, for PlotConfusionMatrix
 
     def setup(self, stage: str) -> None:
-        """Before fitting, take the normalisation statistics from the data module (its train split)."""
-        datamodule = self.trainer.datamodule  # setup() is called by a Trainer
-        if stage == "fit" and datamodule is not None and hasattr(datamodule, "normalization"):
-            # Overwritten again by a checkpoint's buffers when resuming; that is the right order.
+        """Before fitting: the data's normalisation (a resume's checkpoint overwrites it after), the size it stores
+        images at (recorded for inference on files), and ``auto`` class weights."""
+        datamodule = self.trainer.datamodule
+        if stage != "fit" or datamodule is None:
+            return
+        if hasattr(datamodule, "normalization"):
             self.net.set_normalization(*datamodule.normalization())
         stored = getattr(datamodule, "resize_size", None) or getattr(datamodule, "image_size", None)
-        if stage == "fit" and stored is not None and self.hparams.get("resize_size") is None:
-            # Built outside the CLI (which links it): record the size the data stores images at, for infer.
+        if stored is not None and self.hparams.get("resize_size") is None:
             self.hparams.resize_size = tuple(int(v) for v in stored)
-        if stage == "fit" and self.hparams.get("class_weights") == "auto":
+        if self.hparams.get("class_weights") == "auto":
             self.criterion.weight.copy_(inverse_frequency_weights(datamodule, self.class_names))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -165,8 +148,7 @@ class ImageClassifier(L.LightningModule):
         """Loss on one batch; accuracy accumulates over the epoch."""
         loss, logits = self._shared_step(batch)
         self.train_metrics.update(logits.detach().argmax(dim=-1), batch[1])
-        # Per step: this rank's value, no synchronisation. Per epoch: a torchmetrics mean, reduced across
-        # processes once at the epoch's end.
+        # Per step this rank's value, unsynchronised; per epoch a torchmetrics mean, reduced once at its end.
         self.log("train/loss_step", loss, on_step=True, on_epoch=False, prog_bar=True)
         self.train_loss.update(loss.detach())
         return loss
@@ -179,21 +161,15 @@ class ImageClassifier(L.LightningModule):
         self.train_loss.reset()
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
-        """Log the global gradient norm before clipping (Lightning clips right after this hook; AMP has
-        already unscaled). Rising spikes here come before a loss that goes NaN.
-
-        Only on the steps whose metrics reach the logger (every ``trainer.log_every_n_steps``, see
-        :func:`logs_this_step`): the norm is a pass over every gradient.
-        """
-        if not logs_this_step(self.trainer):
-            return
-        self.log("train/grad_norm", optim.total_grad_norm(self.parameters()), on_step=True, on_epoch=False)
+        """Log the gradient norm before clipping (AMP has unscaled it): rising spikes come before a loss that goes
+        NaN. Only on the steps that reach the logger: the norm is a pass over every gradient."""
+        if logs_this_step(self.trainer):
+            self.log("train/grad_norm", optim.total_grad_norm(self.parameters()), on_step=True, on_epoch=False)
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        """Accumulate val loss and metrics; logged once per epoch."""
+        """Accumulate val loss and metrics; logged once per epoch (reduced across processes once, at its end)."""
         loss, logits = self._shared_step(batch)
         self.val_metrics.update(logits.float().softmax(dim=-1), batch[1])  # float: bf16 blurs AUROC/ECE
-        # Epoch-level only: Lightning averages over the epoch and reduces across processes once, at its end.
         self.log("val/loss", loss, on_step=False, on_epoch=True, prog_bar=True, sync_dist=True)
 
     def on_validation_epoch_end(self) -> None:
@@ -231,31 +207,20 @@ class ImageClassifier(L.LightningModule):
         return [FreezeBackbone(epochs)] if epochs else []
 
     def load_initial_weights(self) -> TransferReport | None:
-        """Load ``weights`` into the backbone, then ``init_from`` into the network; returns the ``init_from`` report.
-
-        Called when a fit starts without ``ckpt_path``; call it yourself to use the model outside a fit. The
-        report is also kept as ``self.init_report``.
-        """
-        hparams = self.hparams
-        if hparams.get("weights") is not None:
-            pretrained = create_backbone(
-                hparams.backbone,
-                in_channels=hparams.in_channels,
-                weights=hparams.weights,
-                image_size=hparams.get("image_size"),
-                **(hparams.get("backbone_kwargs") or {}),
-            )
-            self.net.backbone.load_state_dict(pretrained.state_dict())  # the factory logged what it loaded
-        if hparams.get("init_from") is None:
-            return None
-        report = load_matching_weights(self.net, hparams.init_from, self.class_names)
-        rank_zero_info(report.summary())
-        self.init_report = report
-        return report
+        """Load ``weights`` into the backbone, then ``init_from`` into the network; returns (and keeps as
+        ``init_report``) what ``init_from`` loaded. Called when a fit starts without ``ckpt_path``."""
+        h = self.hparams
+        if h.get("weights") is not None:  # the factory logs what it loaded
+            kwargs = h.get("backbone_kwargs") or {}
+            pretrained = create_backbone(h.backbone, h.in_channels, h.weights, h.get("image_size"), **kwargs)
+            self.net.backbone.load_state_dict(pretrained.state_dict())
+        if h.get("init_from") is not None:
+            self.init_report = load_matching_weights(self.net, h.init_from, self.class_names)
+            rank_zero_info(self.init_report.summary())
+        return self.init_report
 
     def on_fit_start(self) -> None:
-        """Load ``weights``/``init_from`` (unless resuming: the checkpoint has the weights), then ``torch.compile``
-        the backbone, if asked (after a checkpoint was restored into the plain one)."""
+        """Load ``weights``/``init_from`` (unless resuming), then compile the backbone if asked."""
         if self.trainer.ckpt_path is None:
             self.load_initial_weights()
         compile_child(self.net, "backbone", self.hparams.get("compile"))
@@ -273,8 +238,7 @@ class ImageClassifier(L.LightningModule):
         checkpoint["state_dict"] = match_keys(checkpoint["state_dict"], self.state_dict())
 
     def configure_optimizers(self):
-        """Optimiser from ``optimizer`` over parameter groups; ``lr_scheduler`` stepped every optimiser step
-        (``ReduceLROnPlateau``: every epoch, after validation, on ``val/loss``)."""
+        """``optimizer`` over the parameter groups; ``lr_scheduler`` every step (``ReduceLROnPlateau``: every epoch)."""
         hparams = self.hparams
         lr_scale = hparams.get("backbone_lr_scale", 1.0)
         no_decay = hparams.get("no_decay_norm_and_bias", True)
@@ -292,12 +256,8 @@ def batch_size(batch: tuple[torch.Tensor, torch.Tensor] | torch.Tensor) -> int:
 
 
 def logs_this_step(trainer: L.Trainer) -> bool:
-    """Whether the optimiser step under way is one whose ``on_step`` metrics reach the logger.
-
-    The same test as Lightning's own (every ``log_every_n_steps``-th step, counting from 1, and the last step
-    before stopping), from public Trainer attributes: before the optimiser step, ``global_step`` still counts
-    the steps done.
-    """
+    """Whether the optimiser step under way reaches the logger: Lightning's own test (every ``log_every_n_steps``-th
+    step, and the last), from public attributes (before the step, ``global_step`` counts the steps done)."""
     return (trainer.global_step + 1) % trainer.log_every_n_steps == 0 or trainer.should_stop
 
 

@@ -6,11 +6,5 @@ from litstarter.callbacks.reseed_each_epoch import ReseedEachEpoch
 from litstarter.callbacks.stop_on_non_finite_loss import NonFiniteLossError, StopOnNonFiniteLoss
 from litstarter.callbacks.write_test_metrics import WriteTestMetrics
 
-__all__ = [
-    "FreezeBackbone",
-    "NonFiniteLossError",
-    "PlotConfusionMatrix",
-    "ReseedEachEpoch",
-    "StopOnNonFiniteLoss",
-    "WriteTestMetrics",
-]
+__all__ = ["FreezeBackbone", "NonFiniteLossError", "PlotConfusionMatrix", "ReseedEachEpoch", "StopOnNonFiniteLoss"]
+__all__ += ["WriteTestMetrics"]

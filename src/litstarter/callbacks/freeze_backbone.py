@@ -10,21 +10,13 @@ from litstarter._engine.errors import UsageError
 
 
 class FreezeBackbone(Callback):
-    """Freeze the backbone for the first ``epochs`` epochs, then unfreeze it.
+    """Freeze the backbone for the first ``epochs`` epochs (no gradients, eval mode: batch norm keeps its running
+    statistics), so that a new head learns on the features the backbone had; then it trains at its parameter
+    groups' rate (``model.backbone_lr_scale``). The state follows from the epoch alone, so a resume does the right
+    thing. Under DDP, frozen parameters need ``trainer.strategy: ddp_find_unused_parameters_true``.
 
-    While frozen, the backbone's parameters have ``requires_grad=False`` (the optimiser skips parameters without
-    a gradient, so neither the step nor weight decay moves them) and the backbone is in eval mode: batch norm
-    uses and keeps its running statistics, and dropout inside it is off. A new head thus learns on the features
-    the backbone had. From epoch ``epochs`` on, the backbone trains again, at whatever learning rate its
-    parameter groups have (``model.backbone_lr_scale`` puts them in their own groups from the start, so the
-    learning-rate schedule and a resumed optimiser state cover them).
-
-    Lightning's ``BackboneFinetuning`` does not fit here: it adds the backbone's parameter group only at unfreeze
-    time, so the schedule built before does not scale it; it keeps batch norm in training mode; and it ramps the
-    backbone's learning rate by its own rule.
-
-    The state follows from the epoch alone, so resuming inside or after the frozen epochs does the right thing.
-    Under DDP, parameters without gradients need ``trainer.strategy: ddp_find_unused_parameters_true``.
+    Not Lightning's ``BackboneFinetuning``: it adds the backbone's parameter group only at unfreeze time (the
+    schedule built before never scales it), keeps batch norm training, and ramps the rate by its own rule.
 
     Args:
         epochs: Number of epochs, from the first, to keep the backbone frozen.

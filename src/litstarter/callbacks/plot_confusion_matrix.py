@@ -18,11 +18,9 @@ if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not when a 
 
 
 class PlotConfusionMatrix(L.Callback):
-    """Log the confusion-matrix figure to TensorBoard after every validation and test, and save the test one.
-
-    Reads ``pl_module.confusion_matrices[stage]`` (a ``(K, K)`` tensor the task fills when its epoch ends,
-    already synchronised across processes) and ``pl_module.class_names``. Only rank 0 draws. Nothing is drawn
-    under ``fast_dev_run`` (Lightning logs nothing then either).
+    """Log the confusion-matrix figure to TensorBoard after every validation and test, and save the test one; from
+    ``pl_module.confusion_matrices[stage]`` (the task's, synchronised across processes). Rank 0 draws; not under
+    ``fast_dev_run``.
 
     Args:
         filename: File name of the test figure inside the run directory.

@@ -11,15 +11,9 @@ import torch
 
 
 class ReseedEachEpoch(L.Callback):
-    """Make each epoch's dropout (and any other global-RNG draw in the model) a function of the seed and epoch.
-
-    The data side already is: the train sampler seeds shuffling and augmentation from ``(seed, epoch)``
-    through ``set_epoch``. The model's randomness (dropout, stochastic depth) draws from the process-global
-    torch RNG, whose state depends on everything that ran before: a resumed run has skipped the earlier
-    epochs but run an extra sanity check, so without this it would draw different masks. With it, a run
-    resumed from an epoch-end ``last.ckpt`` trains bit for bit like the uninterrupted run.
-
-    Each process gets its own stream (the rank is mixed in), as it does for different data.
+    """Make each epoch's dropout (any global-RNG draw in the model) a function of the seed, the epoch and the rank,
+    as the data already is: a resumed run skipped the earlier epochs but ran an extra sanity check, so it would
+    otherwise draw other masks. With it, a resume from an epoch-end ``last.ckpt`` trains bit for bit alike.
 
     Args:
         seed: Base seed; ``null`` takes the one ``seed_everything`` set (``PL_GLOBAL_SEED``), else 0.
@@ -39,11 +33,8 @@ class ReseedEachEpoch(L.Callback):
         self._pending = True
 
     def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch, batch_idx: int) -> None:
-        """Seed python, numpy and torch (CPU and every CUDA device) right before the epoch's first step.
-
-        Not at epoch start: between the two, Lightning creates the loader iterator (which draws a base seed
-        from the torch RNG), and a resumed run does so at another moment than an uninterrupted one.
-        """
+        """Seed python, numpy and torch right before the epoch's first step (not at epoch start: the loader's
+        iterator draws from torch's generator in between, at another moment in a resumed run)."""
         if not self._pending:
             return
         self._pending = False

@@ -20,20 +20,12 @@ class NonFiniteLossError(RuntimeError):
 
 
 class StopOnNonFiniteLoss(L.Callback):
-    """Raise :class:`NonFiniteLossError` when the loss or the gradient norm is NaN or inf.
+    """Raise :class:`NonFiniteLossError` when the loss or the gradient norm is NaN or inf, before the optimiser
+    step: the weights are still the last finite ones, and the checkpoints on disk stay as they were.
 
-    The check runs before the optimiser step (``on_before_optimizer_step``), so the weights are still the
-    last finite ones, and the exception ends ``fit`` before any later checkpoint is written: the best and
-    last checkpoints already on disk stay as they were (``ModelCheckpoint(save_on_exception=False)``, the
-    default, saves nothing on the way out). The process exits non-zero.
-
-    Stock alternatives act too late: ``EarlyStopping(check_finite=True)`` looks at a metric after validation,
-    and by then ``ModelCheckpoint`` has already overwritten ``last.ckpt`` with the non-finite weights.
-
-    Cost: one host-device synchronisation per optimiser step (a two-element ``.tolist()``). Under ``16-mixed``
-    the gradient check is skipped: the GradScaler skips overflowing steps and lowers its scale by design.
-    Under DDP gradients are all-reduced before this hook, so every rank sees the same gradient norm and all
-    ranks stop together.
+    ``EarlyStopping(check_finite=True)`` acts too late: after validation, when ``last.ckpt`` already holds the
+    non-finite weights. Cost: one host-device sync per step. Under ``16-mixed`` only the loss is checked (the
+    GradScaler skips overflowing steps by design); under DDP the all-reduced gradients stop every rank together.
     """
 
     def __init__(self) -> None:

@@ -11,10 +11,8 @@ from litstarter._engine.atomic_io import write_json
 
 
 class WriteTestMetrics(L.Callback):
-    """At the end of ``test``, write every ``test/*`` metric to ``<trainer.log_dir>/<filename>`` (rank 0 only).
-
-    Per-class metrics arrive as one scalar per class (e.g. ``test/recall/<class name>``). Nothing is written
-    under ``fast_dev_run``: its one-batch metrics mean nothing, and it has no run directory.
+    """At the end of ``test``, write every ``test/*`` metric to ``<trainer.log_dir>/<filename>`` (rank 0 only; not
+    under ``fast_dev_run``, whose one-batch metrics mean nothing).
 
     Args:
         filename: File name inside the run directory.

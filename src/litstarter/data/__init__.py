@@ -7,14 +7,5 @@ from litstarter.data.digits import DigitsDataModule
 from litstarter.data.image_folder import ImageFolderDataModule
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler, SeedEachItem
 
-__all__ = [
-    "ArrayDataModule",
-    "ArrayImageDataset",
-    "BalancedBatchSampler",
-    "ClassWeightedSampler",
-    "DigitsDataModule",
-    "EpochShuffleSampler",
-    "FastAugmentation",
-    "ImageFolderDataModule",
-    "SeedEachItem",
-]
+__all__ = ["ArrayDataModule", "ArrayImageDataset", "DigitsDataModule", "FastAugmentation", "ImageFolderDataModule"]
+__all__ += ["BalancedBatchSampler", "ClassWeightedSampler", "EpochShuffleSampler", "SeedEachItem"]

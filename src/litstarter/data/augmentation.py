@@ -1,23 +1,11 @@
 """The augmentation seam: ``data.augmentation`` is any torchvision v2 transform, applied per sample, reproducibly.
 
-Choices, all set from YAML by ``class_path`` (``null`` turns augmentation off; val and test never augment):
-
-* the default, :class:`FastAugmentation` (random resized crop, flip, colour jitter, inversion), run per batch
-  several times faster; its arguments alone override it: ``augmentation: {hflip: 0.5}``;
-* any stock torchvision v2 transform or ``Compose``, e.g.::
-
-      data:
-        init_args:
-          augmentation:
-            class_path: torchvision.transforms.v2.RandAugment
-            init_args: {num_ops: 2, magnitude: 9}
-
-The transform gets one stored image, a ``(C, H, W)`` uint8 tensor at ``resize_size`` (a little larger than
-``image_size``), and must return uint8; an output of another size is centre-cropped (or resized) to
-``image_size``, so a ``RandomResizedCrop(image_size)`` inside a ``Compose`` gives the random crop. Reproducible:
-torch's generator is seeded from the sample's own seed before each call (v2 transforms draw from it), so the same
-seed and epoch give the same images and a resumed run replays exactly (``litstarter.data.base`` says where the
-seeds come from).
+The default, :class:`FastAugmentation`, runs per batch several times faster (its arguments alone override it:
+``augmentation: {hflip: 0.5}``); any stock v2 transform or ``Compose`` works by ``class_path`` (``RandAugment``);
+``null`` turns it off; val and test never augment. A transform gets one stored ``(C, H, W)`` uint8 image at
+``resize_size`` and returns uint8; another size is centre-cropped (or resized) to ``image_size``, so a
+``RandomResizedCrop`` in a ``Compose`` gives the random crop. Torch's generator is seeded from the sample's own
+seed before each call (``litstarter.data.base`` says where the seeds come from): a resumed run replays exactly.
 """
 
 from __future__ import annotations
@@ -39,11 +27,9 @@ IMAGE_FOLDER_DEFAULTS = {"invert": 0.5}
 
 
 class FastAugmentation(v2.Transform):
-    """Random resized crop, horizontal flip, colour jitter and recolouring, drawn from each sample's seed and run
-    on the whole batch at once (every random choice a pure function of the sample's seed: exact replay on resume).
-
-    Called on one ``(C, H, W)`` uint8 image like any v2 transform, it draws a seed from torch's generator and
-    keeps the image's size.
+    """Random resized crop, horizontal flip, colour jitter and recolouring, every choice drawn from the sample's
+    seed and run on the whole batch at once. Called on one ``(C, H, W)`` uint8 image like any v2 transform, it draws
+    a seed from torch's generator and keeps the image's size.
 
     Args:
         crop_scale: Area range of the random resized crop, as fractions of the image; ``null`` turns it off.
@@ -80,9 +66,8 @@ class FastAugmentation(v2.Transform):
     def augment_batch(
         self, images: torch.Tensor, size: tuple[int, int], seeds: Sequence[int] | np.ndarray
     ) -> torch.Tensor:
-        """``(B, C, H, W)`` uint8 -> ``(B, C, *size)`` uint8, sample ``i`` drawn from ``seeds[i]`` alone. A method:
-        the data modules' default is a jsonargparse ``lazy_instance`` (so that ``config.yaml`` can name it), and
-        such an instance is built on its first method call."""
+        """``(B, C, H, W)`` uint8 -> ``(B, C, *size)`` uint8, sample ``i`` from ``seeds[i]`` alone. (A method call
+        builds the jsonargparse ``lazy_instance`` the data modules default to.)"""
         return fast.augment_batch(images, size, self, seeds)
 
     def extra_repr(self) -> str:

@@ -1,22 +1,15 @@
 """What a data module provides, and what every data module here shares: the loaders, the seeded train sampler.
 
-**The contract.** Any ``LightningDataModule`` can be ``data`` (``--data my_pkg.MyDataModule``) if it provides,
-once built, four facts that the CLI links into the model (nobody types them twice):
+**The contract.** Any ``LightningDataModule`` can be ``data`` (``--data my_pkg.MyDataModule``) if it provides four
+facts, linked into the model: ``num_classes`` (>= 2), ``class_names`` (in label order), ``channels`` (1 or 3) and
+``image_size`` (``(height, width)``). Its batches are ``(images (B, C, H, W) in 0..255, uint8 is best; labels (B,)
+int64)``. Used when present: ``normalization()`` (per-channel ``(mean, std)``, 0..1 scale), ``resize_size`` (the
+size stored before the eval centre crop), ``class_counts()`` (for ``class_weights: auto``) and ``test_split``.
 
-* ``num_classes`` (int, >= 2) and ``class_names`` (that many names, in label order);
-* ``channels`` (1 or 3) and ``image_size`` (``(height, width)`` of the images its loaders yield).
-
-Its batches are ``(images, labels)``: images ``(B, C, H, W)`` in 0..255 (uint8 is best: the model normalises them
-itself), labels ``(B,)`` int64. Optional, used when present: ``normalization()`` (per-channel ``(mean, std)`` on the
-0..1 scale, else the model's placeholders stay), ``resize_size`` (the size images are stored at before the eval
-centre crop; else ``image_size``), ``class_counts()`` (for ``model.class_weights: auto``) and ``test_split``
-(``"val"`` when there is no test split, written to ``metrics.json``).
-
-**Per-sample seeds.** :class:`ArrayDataModule` (the base of ours) wraps whatever ``train_sampler()`` returns in
-:class:`~litstarter.data.samplers.SeedEachItem`, so every training item reaches the dataset as ``(index, seed)``
-and its augmentation is a function of ``(seed, epoch, position)``: the same in every run, and replayed exactly on
-resume. Any sampler works, stock or your own. A batch sampler is used as it is: its indices then get seeds from
-the loader worker's generator (ours, ``BalancedBatchSampler``, sends its own seeds).
+**Per-sample seeds.** :class:`ArrayDataModule` wraps whatever ``train_sampler()`` returns, stock or your own, in
+:class:`~litstarter.data.samplers.SeedEachItem`: each training item reaches the dataset as ``(index, seed)``, its
+augmentation a function of ``(seed, epoch, position)``, the same in every run and on resume. A batch sampler is used
+as it is (``BalancedBatchSampler`` sends its own seeds; others get the loader worker's).
 """
 
 from __future__ import annotations

@@ -16,13 +16,10 @@ Item = int | tuple[int, int]
 
 
 class ArrayImageDataset(Dataset):
-    """Serves ``(image uint8 (C, h, w), label int64)`` pairs from preprocessed arrays.
-
-    With an ``augmentation`` (the train split) every item is augmented; without one (val, test) every item is the
-    deterministic eval view (centre crop). An item is an index or an ``(index, seed)`` pair: a pair's augmentation
-    is drawn from its seed alone (the train loader sends pairs, see ``litstarter.data.base``); a plain index gets a
-    seed from torch's generator (a loader worker's, which Lightning seeds: two runs draw the same, but a resumed
-    run does not replay it).
+    """Serves ``(image uint8 (C, h, w), label int64)`` pairs from preprocessed arrays: with an ``augmentation`` (the
+    train split) every item augmented, without one the eval view (centre crop). An ``(index, seed)`` item is drawn
+    from its seed alone (the train loader sends those); a plain index from torch's generator (the loader worker's,
+    which Lightning seeds: alike in two runs, not replayed on resume).
 
     Args:
         images: ``(N, C, H, W)`` uint8 array, possibly a ``np.memmap``; read lazily per item.

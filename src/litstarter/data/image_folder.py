@@ -21,49 +21,39 @@ from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
 class ImageFolderDataModule(ArrayDataModule):
     """Images in class folders (with or without split folders) or named by a labels CSV, as uint8 tensors.
 
-    ``prepare_data`` decodes every file once (convert to ``channels``, resize and centre-crop to a cache size
-    a little larger than ``image_size``) into a memory-mapped uint8 cache; it runs once per node under DDP
-    while the other processes wait. Later runs reuse the cache while the files and the preprocessing
-    parameters are unchanged. Training draws a random resized crop, colour jitter and inversion per sample
-    from that cache (the fit prints what it draws); val and test only centre-crop.
+    ``prepare_data`` decodes every file once (converted to ``channels``, resized and centre-cropped a little larger
+    than ``image_size``) into a memory-mapped uint8 cache, once per node under DDP, reused while the files and the
+    preprocessing are unchanged. Training draws its augmentation per sample from it (the fit prints what it draws);
+    val and test only centre-crop.
 
     Args:
-        root: The image folder: ``root/<class>/<image>`` (split here by the fractions, stratified and seeded)
-            or ``root/{train,val,test}/<class>/<image>`` (splits as given; without val, val is carved from
-            train; without test, ``test`` evaluates val). Split folders may also be named ``training``,
-            ``valid``, ``validation``, ``dev`` or ``testing``, in any case.
-        labels: A CSV of ``path,label[,split]`` rows, relative to ``root`` (as are its paths), used instead of
-            class folders; without a ``split`` column the splits come from the fractions.
+        root: The image folder: ``root/<class>/<image>`` (split here by the fractions, stratified and seeded) or
+            ``root/{train,val,test}/<class>/<image>`` (as given; without val, val is carved from train; without
+            test, ``test`` evaluates val). Split folders may also be ``training``, ``valid``, ``validation``,
+            ``dev`` or ``testing``, in any case.
+        labels: A CSV of ``path,label[,split]`` rows, relative to ``root`` (as are its paths), instead of class
+            folders; without a ``split`` column the splits come from the fractions.
         image_size: Training and evaluation size: an int or ``[height, width]``.
-        channels: Channels every image is converted to: 3 (RGB), 1 (grayscale) or ``auto``: 1 when every
-            image is grey (PIL modes 1, L, LA, I;16, I), else 3, from the file headers (logged).
+        channels: 3 (RGB), 1 (grayscale) or ``auto``: 1 when every file header says grey, else 3 (logged).
         val_fraction: Fraction of each class held out for validation, wherever there is no val split.
-        test_fraction: Fraction of each class held out for testing (``root/<class>`` and a labels file without
-            a ``split`` column only); 0 for none.
-        sampler: Training sampler: ``none`` (seeded shuffle), ``weighted`` (draws with probability
-            1/class count, so classes come about equally often) or ``balanced`` (every batch holds the classes
-            equally).
-        augmentation: Random training augmentation; ``null`` turns it all off. Val and test never augment.
-            The default ``FastAugmentation`` inverts half the images (``invert: 0.5``; 0 where light-on-dark
-            and dark-on-light are different classes); its other arguments keep the class's defaults.
+        test_fraction: Fraction of each class held out for testing, where there is no test split; 0 for none.
+        sampler: ``none`` (seeded shuffle), ``weighted`` (drawn with probability 1/class count) or ``balanced``
+            (every batch holds the classes equally).
+        augmentation: Random training augmentation; ``null`` turns it off. The default ``FastAugmentation``
+            inverts half the images (``invert: 0``, where light-on-dark and dark-on-light are other classes).
         batch_size: Samples per batch per device.
         num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
-        cache_dir: Folder for the caches; each (root, preprocessing) pair gets a subfolder
-            ``<root name>-<hash>``. ``null``: ``runs/cache`` under the working directory. On a filesystem
-            shared by several nodes each node builds the cache (safely, side by side) unless it is complete
-            already: pre-build it once with one process to save the work.
-        cache_workers: Processes that decode while the cache is built; ``null``: every core for 500 files or
-            more, else this process.
-        cache_verify: What a reuse checks of the cached arrays against their checksums: ``sample`` (the first,
-            the last and a few random blocks, within ~20 ms) or ``full`` (every block: reads the whole cache).
-        on_bad_file: A file that cannot be decoded: ``error`` stops before training with one message listing
-            every bad file; ``skip`` leaves them out, warns with the count and lists them in the manifest.
-        mean: Per-channel mean (0..1 scale) to normalise with; ``null`` uses the train split's, from the cache.
-        std: Per-channel std (0..1 scale) to normalise with; ``null`` uses the train split's, from the cache.
+        cache_dir: Folder for the caches, a ``<root name>-<hash>`` subfolder per (root, preprocessing); ``null``:
+            ``runs/cache``. On a filesystem shared by nodes each builds it (safely) unless it is complete already.
+        cache_workers: Processes that decode while the cache is built; ``null``: every core from 500 files.
+        cache_verify: What a reuse checks against the checksums: ``sample`` (a few blocks, ~20 ms) or ``full``.
+        on_bad_file: A file that cannot be decoded: ``error`` stops before training, listing every bad file;
+            ``skip`` leaves them out, warns with the count and lists them in the manifest.
+        mean: Per-channel mean (0..1 scale) to normalise with; ``null``: the train split's, from the cache.
+        std: Per-channel std (0..1 scale) to normalise with; ``null``: the train split's, from the cache.
         seed: Seed for the split, the sampler and the augmentation.
-        classes: Train on these class folders only, labelled 0..K-1 in the order given (the model's
-            ``class_names`` follow); ``null``: every class folder, in sorted order. Each kept image lands in the
-            split it has with all classes.
+        classes: Train on these class folders only, labelled 0..K-1 in the order given; ``null``: every class
+            folder, sorted. Each kept image lands in the split it has with all classes.
     """
 
     def __init__(

@@ -1,11 +1,8 @@
-"""Training samplers whose order is a pure function of ``(seed, epoch)``, and the wrapper that gives any sampler's
-items a seed.
+"""Training samplers whose order is a pure function of ``(seed, epoch)``, and the wrapper that seeds any sampler.
 
-Ours yield ``(index, sample_seed)`` pairs (the batch sampler: lists of them); any other sampler's plain indices
-get a seed from :class:`SeedEachItem`. :class:`~litstarter.data.dataset.ArrayImageDataset` draws each training
-sample's augmentation from its seed. Lightning calls ``set_epoch`` on the train sampler at the start of every
-epoch (as it does for ``DistributedSampler``), so shuffling and augmentation replay exactly after a resume, and no
-worker's RNG state leaks into the data.
+Ours yield ``(index, sample_seed)`` pairs (the batch sampler: lists of them); any other sampler's indices get
+seeds from :class:`SeedEachItem`. The dataset draws each training sample's augmentation from its seed, and
+Lightning calls ``set_epoch`` on the train sampler every epoch: shuffling and augmentation replay exactly on resume.
 """
 
 from __future__ import annotations
@@ -55,10 +52,8 @@ class EpochShuffleSampler(Sampler[tuple[int, int]]):
 
 
 class SeedEachItem(Sampler[tuple[int, int]]):
-    """Any sampler's items as ``(index, seed)`` pairs, the seed a function of ``(seed, epoch, position)``.
-
-    So that a stock sampler (``WeightedRandomSampler``, ``RandomSampler``, ``DistributedSampler``, your own) keeps
-    per-sample, reproducible augmentation. Items that are pairs already (our samplers') pass through.
+    """Any sampler's items as ``(index, seed)`` pairs, the seed a function of ``(seed, epoch, position)``: a stock
+    sampler or your own keeps per-sample, reproducible augmentation. Pairs (our samplers') pass through.
 
     Args:
         sampler: The sampler of indices; ``set_epoch`` is passed on to it.
@@ -87,20 +82,17 @@ class SeedEachItem(Sampler[tuple[int, int]]):
 
 
 def _class_counts(labels: np.ndarray) -> np.ndarray:
-    labels = np.asarray(labels, dtype=np.int64)
     if labels.ndim != 1 or len(labels) == 0 or labels.min() < 0:
         raise ValueError(f"labels must be a non-empty 1-D array of class indices >= 0, got shape {labels.shape}")
     return np.bincount(labels)
 
 
 class ClassWeightedSampler(EpochShuffleSampler):
-    """``WeightedRandomSampler``'s draw, seeded by ``(seed, epoch)``: with replacement, each sample weighted
-    by ``1 / (count of its class)``, so every class is drawn about ``1/K`` of the time.
+    """``WeightedRandomSampler``'s draw (``torch.multinomial``, with replacement), seeded by ``(seed, epoch)``:
+    each sample weighted by ``1 / (count of its class)``, so every class is drawn about ``1/K`` of the time.
 
-    The weights are relative (not normalised); ``torch.multinomial`` does the draw, as inside
-    ``torch.utils.data.WeightedRandomSampler``. Under DDP Lightning wraps this sampler in its
-    ``DistributedSamplerWrapper``: every rank materialises the same epoch's draw (same seed, same epoch) and
-    takes a disjoint slice of its positions. Each draw is independent, so every slice keeps the class mix.
+    Under DDP, Lightning's ``DistributedSamplerWrapper`` gives each rank a disjoint slice of the same epoch's draws;
+    each draw is independent, so every slice keeps the class mix.
 
     Args:
         labels: ``(N,)`` class index of every training sample.
@@ -122,18 +114,14 @@ class ClassWeightedSampler(EpochShuffleSampler):
 
 
 class BalancedBatchSampler(BatchSampler):
-    """Batches that draw every class equally: ``batch_size // K`` samples of each class, and the remainder
-    spread over randomly chosen classes. Yields lists of ``(index, sample_seed)`` pairs.
+    """Batches that draw every class equally (``batch_size // K`` of each, the remainder spread over random
+    classes), as lists of ``(index, sample_seed)`` pairs: rare classes repeat, common ones are subsampled, and an
+    epoch has as many batches as one pass over the training set.
 
-    Rare classes are repeated (cycling through a fresh permutation of their samples), common ones are
-    subsampled; an epoch has as many batches as one pass over the training set would.
-
-    DDP: Lightning re-instantiates a custom batch sampler with a ``DistributedSampler`` in place of
-    ``sampler`` and calls ``set_epoch`` on it every epoch. This class reads the epoch, the rank and the
-    number of replicas from that sampler (on one process: pass ``DistributedSampler(dataset, num_replicas=1,
-    rank=0, shuffle=False)``) and shards every class itself: a permutation seeded by ``(seed, epoch)``,
-    identical on every rank, is dealt out ``rank::num_replicas``. Each rank therefore draws from a disjoint,
-    stratified share, so every rank keeps the class mix even for a class with only a few samples.
+    DDP: Lightning re-instantiates it with a ``DistributedSampler`` as ``sampler`` (one process: pass
+    ``DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=False)``) and sets its epoch; the epoch, rank and
+    replicas are read from it, and each class's permutation, the same on every rank, is dealt out
+    ``rank::num_replicas``: every rank draws a disjoint, stratified share, even of a class of a few samples.
 
     Args:
         sampler: Source of the epoch and of the DDP rank / replica count (see above); its length sets the

@@ -3,21 +3,6 @@
 from litstarter.models import small_cnn as _small_cnn  # noqa: F401  (registers "small_cnn")
 from litstarter.models import torchvision_backbones as _torchvision_backbones  # noqa: F401  (resnet18, ...)
 from litstarter.models.classifier import Classifier
-from litstarter.models.registry import (
-    check_weights,
-    create_backbone,
-    list_backbones,
-    list_weights,
-    register_backbone,
-    takes_weights,
-)
+from litstarter.models.registry import check_weights, create_backbone, list_backbones, list_weights, register_backbone
 
-__all__ = [
-    "Classifier",
-    "check_weights",
-    "create_backbone",
-    "list_backbones",
-    "list_weights",
-    "register_backbone",
-    "takes_weights",
-]
+__all__ = ["Classifier", "check_weights", "create_backbone", "list_backbones", "list_weights", "register_backbone"]

@@ -21,11 +21,9 @@ def architecture_of(hparams: Mapping) -> dict:
 
 
 class Classifier(nn.Module):
-    """Take images as they come off the cache, 0..255 in any dtype, and return logits (no softmax).
-
-    Normalisation lives inside the network, as buffers, so that every checkpoint and every export
-    carries the exact preprocessing that training used. Batches can then travel to the device as
-    uint8, a quarter of the bytes of float32.
+    """Images as they come off the cache, 0..255 in any dtype, to logits (no softmax). Normalisation lives inside
+    the network as buffers: every checkpoint and export carries the preprocessing training used, and batches travel
+    to the device as uint8, a quarter of the bytes of float32.
 
     Args:
         backbone: A module mapping ``(B, C, H, W)`` floats to ``(B, backbone.num_features)``.
@@ -95,27 +93,16 @@ class Classifier(nn.Module):
 
 
 def build_classifier(architecture: Mapping, trust_model: bool = True) -> Classifier:
-    """An untrained :class:`Classifier` shaped as ``architecture`` says (the keys of :data:`ARCHITECTURE_KEYS`).
-
-    ``ImageClassifier`` builds ``self.net`` with it too, so a checkpoint rebuilds exactly the trained network.
-    The normalisation buffers are placeholders until weights are loaded. ``trust_model``: allow a backbone class
-    from outside this package (see :mod:`litstarter.models.registry`); loaders of files pass the user's choice.
-    """
+    """An untrained :class:`Classifier` shaped as ``architecture`` says (the :data:`ARCHITECTURE_KEYS`), its
+    normalisation placeholders until weights load. ``ImageClassifier`` builds ``self.net`` with it too, so a
+    checkpoint rebuilds exactly the trained network. ``trust_model``: allow a backbone class from outside this
+    package (loaders of files pass the user's choice)."""
     missing = [k for k in ("backbone", "num_classes", "in_channels") if k not in architecture]
     if missing:
         raise BadInputError(f"architecture is missing {missing}; got keys {sorted(architecture)}")
-    channels = int(architecture["in_channels"])
-    backbone = create_backbone(
-        architecture["backbone"],
-        in_channels=channels,
-        image_size=architecture.get("image_size"),
-        trust_model=trust_model,
-        **(architecture.get("backbone_kwargs") or {}),
-    )
+    a, channels = architecture, int(architecture["in_channels"])
+    kwargs = a.get("backbone_kwargs") or {}
+    backbone = create_backbone(a["backbone"], channels, None, a.get("image_size"), trust_model, **kwargs)
     return Classifier(
-        backbone,
-        num_classes=int(architecture["num_classes"]),
-        mean=[0.5] * channels,
-        std=[0.25] * channels,
-        dropout=float(architecture.get("dropout") or 0.0),
+        backbone, int(a["num_classes"]), [0.5] * channels, [0.25] * channels, float(a.get("dropout") or 0)
     )

@@ -2,19 +2,14 @@
 
 The backbone contract, the one seam that fine-tuning, freezing and export rely on:
 
-* ``backbone(x)`` maps a float image batch ``(B, C, H, W)`` (already normalised) to pooled features
-  ``(B, num_features)``;
-* ``backbone.num_features`` (an int) is the width of those features, so a head can be sized without a dry run;
-* it is built as ``factory(in_channels=C, **backbone_kwargs)`` (plus ``weights=...`` if the factory takes it).
+* it is built as ``factory(in_channels=C, **backbone_kwargs)`` (plus ``weights=...`` if the factory takes it: a
+  name from the ``weight_names`` it was registered with, or a weights file);
+* ``backbone(x)`` maps a normalised float batch ``(B, C, H, W)`` to pooled features ``(B, num_features)``;
+* ``backbone.num_features`` (an int) is their width, so a head is sized without a dry run.
 
-Your own backbone, with no edit to this package: write an ``nn.Module`` subclass meeting the contract in a
-module of your own that Python can import (your installed project, or a folder on ``PYTHONPATH``), and name its
-class path in the config: ``model.backbone: my_pkg.backbones.TinyNet``, its arguments in ``model.backbone_kwargs``.
-The checkpoint records that class path (a string), so it rebuilds the network in a fresh process. Loading never
-calls anything but an ``nn.Module`` subclass; and since importing a module runs its code, a checkpoint whose
-backbone lives outside this package loads in ``export``, ``infer`` and ``serve`` only with ``--trust_model``.
-A factory that takes a ``weights`` argument loads pretrained weights: a name from the ``weight_names`` it was
-registered with, or a path to a weights file.
+Your own ``nn.Module`` meeting it, in a module Python can import, is named by its class path in the config; the
+checkpoint records that string and rebuilds it in a fresh process. Importing a module runs its code, so a loader of
+files takes a class from outside this package only with ``--trust_model``.
 """
 
 from __future__ import annotations
@@ -34,9 +29,11 @@ _REGISTRY: dict[str, BackboneFactory] = {}
 _WEIGHT_NAMES: dict[str, Callable[[], list[str]]] = {}
 
 
-def register_backbone(
-    name: str, weight_names: Callable[[], list[str]] | None = None
-) -> Callable[[BackboneFactory], BackboneFactory]:
+class BackboneError(UsageError):
+    """``model.backbone`` names no registered backbone and no importable ``nn.Module`` class (exit 2, one line)."""
+
+
+def register_backbone(name: str, weight_names: Callable[[], list[str]] | None = None):
     """Decorator that registers a backbone factory under ``name``.
 
     Args:
@@ -55,8 +52,9 @@ def register_backbone(
     return decorator
 
 
-class BackboneError(UsageError, ValueError):
-    """``model.backbone`` names no registered backbone and no importable ``nn.Module`` class (exit 2, one line)."""
+def list_backbones() -> list[str]:
+    """The registered backbone names, sorted."""
+    return sorted(_REGISTRY)
 
 
 def is_class_path(name: str) -> bool:
@@ -71,21 +69,18 @@ def _factory(name: str, trust_model: bool = True) -> BackboneFactory:
             return import_class(name, nn.Module, trust_model, "model.backbone", kind="nn.Module")
         except UsageError as err:  # not the refusal of an untrusted class: that is no usage mistake
             raise BackboneError(f"{err}. Registered names: {list_backbones()}") from None
-    _check_name(name)
+    if name not in _REGISTRY:
+        raise BackboneError(
+            f"model.backbone: unknown backbone {name!r}; expected one of {list_backbones()} or the class path of "
+            "your own nn.Module (package.module.Class)"
+        )
     return _REGISTRY[name]
 
 
 def list_weights(name: str) -> list[str]:
     """The pretrained weights names backbone ``name`` accepts (``[]`` if none)."""
-    if is_class_path(name):
-        return []
-    _check_name(name)
+    _factory(name)
     return list(_WEIGHT_NAMES[name]()) if name in _WEIGHT_NAMES else []
-
-
-def takes_weights(name: str) -> bool:
-    """Whether backbone ``name``'s factory accepts a ``weights`` argument (a name or a file)."""
-    return "weights" in inspect.signature(_factory(name)).parameters
 
 
 def is_weights_path(weights: str, names: list[str]) -> bool:
@@ -97,37 +92,23 @@ def is_weights_path(weights: str, names: list[str]) -> bool:
 
 
 def check_weights(name: str, weights: str | None) -> None:
-    """Check ``weights`` for backbone ``name`` without loading anything (a file is only checked when loaded).
+    """Check ``weights`` for backbone ``name`` without loading anything (a file is only read when loaded).
 
     Raises:
-        ValueError: If the backbone takes no weights, or ``weights`` is neither a file path nor one of its names;
-            the message lists the valid names.
+        UsageError: The backbone takes no weights, or ``weights`` is neither a file nor one of its names (listed).
     """
     if weights is None:
         return
-    if not takes_weights(name):
+    if "weights" not in inspect.signature(_factory(name)).parameters:
         raise UsageError(
             f"backbone {name!r} has no pretrained weights (weights={weights!r}); use null, or start from one of"
             " our checkpoints with model.init_from"
         )
     names = list_weights(name)
-    if weights not in names and not is_weights_path(weights, names):
+    if not is_weights_path(weights, names) and weights not in names:
         raise UsageError(
             f"unknown weights {weights!r} for backbone {name!r}; expected one of {names}, a path to a weights file,"
             " or null (random init)"
-        )
-
-
-def list_backbones() -> list[str]:
-    """Return the registered backbone names, sorted."""
-    return sorted(_REGISTRY)
-
-
-def _check_name(name: str) -> None:
-    if name not in _REGISTRY:
-        raise BackboneError(
-            f"model.backbone: unknown backbone {name!r}; expected one of {list_backbones()} or the class path of "
-            "your own nn.Module (package.module.Class)"
         )
 
 
@@ -142,18 +123,15 @@ def create_backbone(
     """Build a backbone: a registered one, or the ``nn.Module`` class a class path names.
 
     Args:
-        name: A name from :func:`list_backbones`, or ``package.module.Class`` (see the module docstring).
+        name: A name from :func:`list_backbones`, or ``package.module.Class``.
         in_channels: Channels of the input images.
         weights: ``None`` (random init), a name from :func:`list_weights`, or a path to a weights file.
-        image_size: Input ``(height, width)``, passed on to factories that take an ``image_size`` argument
-            (``small_cnn`` sizes its stem by it); ignored by the others.
-        trust_model: Allow a class from outside this package; loaders of files pass ``False`` unless the user
-            said ``--trust_model``.
+        image_size: Input ``(height, width)`` for factories that take it (``small_cnn`` sizes its stem by it).
+        trust_model: Allow a class from outside this package (loaders of files pass the user's ``--trust_model``).
         **kwargs: Extra keyword arguments for that backbone's factory.
 
     Raises:
-        ValueError: If ``name`` is neither registered nor an importable ``nn.Module`` class, ``weights`` does not
-            fit it, or the module built lacks an int ``num_features``; the message lists the valid names.
+        UsageError: An unknown name, weights that do not fit it, or a module without an int ``num_features``.
         UntrustedCodeError: For a class outside this package without ``trust_model``.
     """
     factory = _factory(name, trust_model)

@@ -30,11 +30,8 @@ def conv_bn_relu(in_channels: int, out_channels: int, stride: int = 1) -> nn.Seq
 
 def stem_factor(image_size: Sequence[int] | None) -> int:
     """The stem's downsampling for ``stem="auto"``: 1 up to 32 px, 2 below 64 px, 4 from 64 px (the shorter side).
-
-    Like an ImageNet network's stem (ResNet's takes 224 px to 56 px), it brings larger images down to a size
-    where the 3x3 stages see shapes rather than pixels, and it takes the first stage's cost down by the factor
-    squared. Small images (the 8x8 digits, 28 px MNIST, 32 px CIFAR) keep the full-resolution path.
-    """
+    Like ResNet's stem, it brings larger images to where 3x3 stages see shapes, at a fraction of the cost; small
+    images (the 8x8 digits, MNIST, CIFAR) keep the full-resolution path."""
     if image_size is None:
         return 1
     side = min(int(s) for s in image_size)
@@ -42,23 +39,16 @@ def stem_factor(image_size: Sequence[int] | None) -> int:
 
 
 def standardize_per_image(x: torch.Tensor) -> torch.Tensor:
-    """Each image's channels shifted and scaled to zero mean and unit variance over its own pixels.
-
-    What is left is where each channel is brighter or darker than the rest of the same image: exposure,
-    contrast and colour cast (white balance) are gone, and so is any class cue that lies only in them (a
-    uniformly darker or redder image). ``(B, C, H, W)`` float in and out.
-    """
+    """Each image's channels at zero mean and unit variance over its own pixels, ``(B, C, H, W)`` float in and out:
+    exposure, contrast and colour cast are gone, and with them any class cue that lies only in them."""
     mean = x.mean(dim=(2, 3), keepdim=True)
     var = (x - mean).square().mean(dim=(2, 3), keepdim=True)
     return (x - mean) * torch.rsqrt(var + STANDARDIZE_EPS)
 
 
 def make_stem(in_channels: int, width: int, factor: int) -> nn.Sequential:
-    """The first conv-BN-ReLU, strided for ``factor`` 2 and 4, then 2x2 max pooling for 4.
-
-    The weights have the same shapes for every factor; the factor is part of the architecture (it follows
-    ``image_size``, which every checkpoint and export records).
-    """
+    """The first conv-BN-ReLU, strided for ``factor`` 2 and 4, then 2x2 max pooling for 4 (the same weight shapes
+    for every factor; it follows ``image_size``, which checkpoints and exports record)."""
     if factor not in (1, 2, 4):
         raise UsageError(f"small_cnn stem must be 1, 2, 4 or 'auto'; got {factor!r}")
     layers = conv_bn_relu(in_channels, width, stride=1 if factor == 1 else 2)
@@ -68,10 +58,8 @@ def make_stem(in_channels: int, width: int, factor: int) -> nn.Sequential:
 
 
 class SmallCNN(nn.Module):
-    """Stages of two conv-BN-ReLU layers, each stage but the last followed by 2x2 max pooling.
-
-    The first layer is the stem (:func:`make_stem`): at ``stem=1`` a plain conv-BN-ReLU, at 2 or 4 it also
-    downsamples. Global average pooling at the end makes the feature width independent of the input size.
+    """Stages of two conv-BN-ReLU layers, each but the last followed by 2x2 max pooling, then global average pooling
+    (the feature width does not depend on the input size). The first layer is the stem (:func:`make_stem`).
 
     Args:
         in_channels: Channels of the input images (1 for grayscale, 3 for RGB).
@@ -103,16 +91,10 @@ class SmallCNN(nn.Module):
         self.reset_parameters()
 
     def set_grad_checkpointing(self, enable: bool = True) -> None:
-        """Recompute each stage's activations during backward instead of storing them (timm's method name).
-
-        Memory for activations drops to about one stage's worth, for roughly one extra forward pass of
-        compute. Gradients are unchanged. Two caveats, both from the second (recomputed) forward:
-
-        * Dropout inside a stage: ``torch.utils.checkpoint`` saves and restores the RNG state, so the
-          recomputation draws the same mask (``preserve_rng_state=True``, the default; keep it).
-        * Batch norm inside a stage: the recomputation runs in training mode again, so the running mean and
-          variance get a second momentum update per step. Gradients use the batch statistics and are exact;
-          the running statistics (used at eval) drift slightly from a run without checkpointing.
+        """Recompute each stage's activations in backward instead of storing them (timm's method name): about one
+        stage's activation memory for one more forward pass; gradients unchanged. Dropout draws the same mask again
+        (the RNG state is restored); batch norm's running statistics get a second update per step and drift
+        slightly from a run without it.
 
         Args:
             enable: Turn checkpointing on or off.
@@ -155,10 +137,9 @@ def small_cnn(
         stem: Downsampling of the first layer, 1, 2 or 4; ``"auto"`` picks it from ``image_size``
             (:func:`stem_factor`: 1 up to 32 px, 2 below 64 px, 4 from 64 px).
         image_size: Input ``(height, width)``; passed by :func:`~litstarter.models.registry.create_backbone`.
-        standardize: Standardise each image per channel before the first layer (:func:`standardize_per_image`):
-            the network then sees shapes and relative colours, whatever the lighting, exposure and white balance
-            of each photo. ``"auto"``: on above 32 px (photos), off for small images (the 8x8 digits, MNIST,
-            CIFAR). Turn it off where the class lies in a whole image's brightness or colour cast alone.
+        standardize: Standardise each image per channel first (:func:`standardize_per_image`): shapes and relative
+            colours, whatever each photo's exposure and white balance. ``"auto"``: on above 32 px (photos), off for
+            small images. Off where the class lies in a whole image's brightness or colour cast alone.
     """
     factor = stem_factor(image_size) if stem == "auto" else int(stem)
     if standardize == "auto":
