@@ -17,7 +17,7 @@ second through two loaders with the same batch size and the same number of worke
 The first epoch of each is a warm-up (worker start, page cache) and is not counted; the timed epochs
 alternate between the two loaders, and the median of each is reported. Also prints the cache
 build time, the time to reuse the cache when nothing changed, and the share of that reuse spent in the cache's
-checks (issue 17: at most 20 ms or 5%). Target: cached / per-item >= 5x.
+checks (at most 20 ms or 5%). Target: cached / per-item >= 5x.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile and careless inputs through the real CLI, in subprocesses (issue 17's hardening, issue 12's clean errors).
+"""Hostile and careless inputs through the real CLI, in subprocesses: every refusal is one clean sentence.
 
 Each input is built for real (a text file named .ckpt, a code-running pickle, corrupt model files, read-only
 folders, two fits at once) and the outcome asserted: a refusal is one named sentence, exit 1 or 2, no traceback;
@@ -40,7 +40,7 @@ def fit_args(save_dir: Path, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory) -> Path:
-    """Two fits with the same logger name, started together (issue 17 item 4). Returns ``<save_dir>/digits``."""
+    """Two fits with the same logger name, started together. Returns ``<save_dir>/digits``."""
     save_dir = tmp_path_factory.mktemp("concurrent")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     procs = [
@@ -81,7 +81,7 @@ def _evil_pickle(path: Path, marker: Path) -> Path:
 
 
 def test_user_errors_through_the_cli_are_one_sentence_with_the_exit_code(two_runs: Path, tmp_path: Path) -> None:
-    """Issue 12 item 5 and issue 17 item 11: bad config values and paths (2), unusable files (1), no traceback."""
+    """Bad config values and paths (exit 2), unusable files (exit 1), no traceback."""
     ckpt = two_runs / "version_0" / "checkpoints" / "last.ckpt"
     (tmp_path / "notes.ckpt").write_text("these are my notes, not a checkpoint\n")
     marker = tmp_path / "PWNED"

@@ -31,7 +31,7 @@ def test_ddp_two_cpu_processes_fit_with_rank_zero_writes_and_synced_epoch_metric
     ]
     env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     proc = run_litstarter(args, timeout=180, env=env)
-    # ddp.yaml's sync_batchnorm: true is GPU-only in torch: the CLI turns it off on CPU and says so (issue 12).
+    # ddp.yaml's sync_batchnorm: true is GPU-only in torch: the CLI turns it off on CPU and says so.
     assert "turned SyncBatchNorm off" in proc.stderr
 
     rank0, rank1 = (json.loads((ranks / f"rank{r}.json").read_text()) for r in (0, 1))

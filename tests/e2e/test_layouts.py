@@ -1,4 +1,4 @@
-"""Issue 12's must-show for your own data: every layout fits end to end, bad files stop or skip cleanly, and a
+"""Your own data, end to end: every layout fits, bad files stop or skip cleanly, and a
 labels CSV gives what the same images in folders give. Real JPEG and PNG files of mixed sizes and modes."""
 
 from __future__ import annotations
