@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from litstarter._engine import leftovers
-from litstarter._engine.images.preprocess import resize_size_for
+from litstarter._engine.images.preprocess import center_crop_array, resize_size_for
 from litstarter.data import DigitsDataModule
 from litstarter.extras.deploy import export, export_data, quantize
 from litstarter.extras.deploy.backends import open_model
@@ -295,3 +295,7 @@ def test_verification_and_calibration_images_span_the_classes_of_a_class_ordered
     data = export_data.load_export_data(config, hparams, verify_samples=6, calibration_images=6)
     assert np.bincount(data.test_labels, minlength=3).tolist() == [2, 2, 2]  # not the first 6 (all "ant")
     assert len(data.calibration_images) == 6
+    # Calibration sees what inference sees: the train split's eval view (its items are augmented), the centre crop.
+    cache = export_data.datamodule_from_config(config).load_cache()
+    train = cache.images("train").array()[export_data.stratified_sample(cache.labels("train"), 6, 0)]
+    np.testing.assert_array_equal(data.calibration_images, center_crop_array(train, (8, 8)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,13 +73,6 @@ def stratified_sample(labels: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
     return order[np.argsort(rank[order], kind="stable")][:n]
 
 
-def _eval_view(dataset, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Items of an ``ArrayImageDataset`` by plain index (the deterministic, un-augmented view)."""
-    items = [dataset[int(i)] for i in indices]
-    images = np.stack([np.asarray(image) for image, _ in items])  # (N, C, H, W) uint8
-    return images, np.asarray([label for _, label in items], dtype=np.int64)
-
-
 def load_export_data(
     config_path: Path, hparams: dict, verify_samples: int = 512, calibration_images: int = 300, seed: int = 0
 ) -> ExportData:
@@ -120,6 +112,7 @@ def load_export_data(
             f"the checkpoint records resize_size={list(recorded)} but the data module from {config_path} stores "
             f"images at {list(stored)}; inference would resize differently from training"
         )
-    test_images, test_labels = _eval_view(held_out, stratified_sample(held_out.labels, verify_samples, seed))
-    calibration, _ = _eval_view(dm.train_set, stratified_sample(dm.train_set.labels, calibration_images, seed))
+    # The eval view of both: the train split's own items are augmented, calibration must see what inference sees.
+    test_images, test_labels = held_out.eval_view(stratified_sample(held_out.labels, verify_samples, seed))
+    calibration, _ = dm.train_set.eval_view(stratified_sample(dm.train_set.labels, calibration_images, seed))
     return ExportData(test_images, test_labels, calibration, stored, split)
