@@ -132,3 +132,21 @@ def test_every_relative_link_resolves(page: Path) -> None:
             continue  # a URL or an anchor on the same page
         path = (page.parent / target.split("#", 1)[0]).resolve()
         assert path.exists(), f"{_page_id(page)} links {target}, which does not exist"
+
+
+@pytest.mark.parametrize("page", [*PAGES, *sorted((REPO / "configs").rglob("*.yaml"))], ids=_page_id)
+def test_every_dotted_name_a_page_cites_resolves(page: Path) -> None:
+    """``litstarter.data.FastAugmentation``, ``litstarter.optim.WarmupCosineLR``: a module, or an attribute of one."""
+    import importlib
+
+    for name in sorted(set(re.findall(r"\b(litstarter(?:\.\w+)+)", page.read_text()))):
+        parts, found = name.split("."), None
+        for cut in range(len(parts), 0, -1):
+            try:
+                found = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attribute in parts[cut:]:
+                found = getattr(found, attribute, None)
+            break
+        assert found is not None, f"{_page_id(page)} cites {name}, which does not resolve"
