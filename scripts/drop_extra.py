@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import difflib
 import re
 import shutil
 import sys
@@ -117,7 +118,9 @@ def drop(names: list[str], root: Path = ROOT) -> list[str]:
     """Delete the extras ``names`` and those that import them; returns every extra deleted."""
     unknown = sorted(set(names) - set(extras(root)))
     if unknown:
-        raise SystemExit(f"drop-extra: no extra {unknown[0]!r}; the extras here are {extras(root)}")
+        close = difflib.get_close_matches(unknown[0], extras(root), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise SystemExit(f"drop-extra: no extra {unknown[0]!r}; {hint}the extras here are {', '.join(extras(root))}")
     dropped = with_users(names, root)
     for name in dropped:
         for path in parts(name, root):
@@ -144,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dropped = drop(args.names, args.root)
     also = sorted(set(dropped) - set(args.names))
-    print(f"deleted the extras {', '.join(sorted(dropped))}" + (f" ({', '.join(also)} imported them)" if also else ""))
+    used = f" ({', '.join(also)} used {'it' if len(args.names) == 1 else 'them'})" if also else ""
+    print(f"deleted the extra{'s' * (len(dropped) > 1)} {', '.join(sorted(dropped))}{used}")
     print("next: make install   (the venv keeps the packages they needed until you rebuild it)")
     return 0
 
