@@ -136,7 +136,8 @@ def drop(names: list[str], root: Path = ROOT) -> list[str]:
         if kept != text:
             path.write_text(kept, encoding="utf-8")
             changed.append(path)
-    reformat(changed, root)  # a table left with one row, an import list without a line: as ruff would write them
+    if not reformat(changed, root):  # a table left with one row, say: as ruff would write it
+        print("ruff not found: run `make format` (the files edited above may need it)")
     return dropped
 
 
