@@ -24,7 +24,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from .callbacks import CheckCheckpointsWritten, ShareRunVersion
 from .checks import check_accelerator_present, check_checkpoint_file, check_checkpoint_fits
 from .claim import claim_run_directory, end_claim
-from .config_file import check_config_writes, register_config_types
+from .config_file import check_config_writes, keep_counts_as_ints, register_config_types
 from .fallbacks import apply_fallbacks
 from .folder import (
     check_loggers,
@@ -54,6 +54,11 @@ class RunCLI(LightningCLI):
             super().__init__(*args, **kwargs)
         finally:
             end_claim()  # a run that stopped before writing leaves no empty version folder
+
+    def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        """LightningCLI's trainer, model and data arguments, with the Trainer's counts read as ints."""
+        super().add_core_arguments_to_parser(parser)
+        keep_counts_as_ints(parser)
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         """Parse, then check ``--ckpt_path`` before LightningCLI reads hyper-parameters from it."""

@@ -3,6 +3,10 @@
 * ``numbers.Number`` (torchvision's ``RandomRotation(degrees=10)``, ``RandomAffine``, ...) is no type jsonargparse
   knows: it neither parses ``degrees: 10`` from the command line nor writes it back (``config.yaml`` would say
   ``degrees: Unable to serialize instance 10``). Registered here as what it is: a plain int or float.
+* ``--trainer.limit_train_batches=1`` is one batch, never 100%: Lightning declares its counts-or-fractions as
+  ``Union[int, float]``, but Python caches unions regardless of order, so a package imported before Lightning that
+  wrote ``Union[float, int]`` (httpx does) makes the Trainer's annotation float-first, and jsonargparse then reads
+  ``1`` as ``1.0``. The Trainer's arguments are put back int-first.
 * Any other value it cannot write stops the fit before anything is created, in one line that names the key.
 * ``config.yaml`` records the loggers as given: where a run wrote (the version it claimed, the folder several loggers
   share) is not a setting, so a rerun from it gets a folder of its own.
@@ -11,8 +15,10 @@
 from __future__ import annotations
 
 import numbers
+import typing
 
 import yaml
+from jsonargparse import ArgumentParser
 from jsonargparse.typing import register_type
 
 from ..errors import UsageError
@@ -34,6 +40,29 @@ def _as_number(value) -> numbers.Number:
 def register_config_types() -> None:
     """Teach jsonargparse the types above (once per process is enough; again is harmless)."""
     register_type(numbers.Number, serializer=lambda value: value, deserializer=_as_number)
+
+
+def _int_before_float(hint):
+    """``hint`` with ``int`` tried before ``float``, where it is a union of both that has them the other way."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is not typing.Union or int not in args or float not in args:
+        return hint
+    if args.index(int) < args.index(float):
+        return hint
+    swapped = tuple(float if a is int else int if a is float else a for a in args)
+    # Built directly: Union[...] would hand back the cached float-first union again.
+    return type(hint)(typing.Union, swapped)
+
+
+def keep_counts_as_ints(parser: ArgumentParser, prefix: str = "trainer.") -> None:
+    """Have the parser read ``1`` as the int ``1`` for every argument under ``prefix`` typed as int-or-float.
+
+    jsonargparse keeps an argument's type hint in the private ``ActionTypeHint._typehint``; this is the one place we
+    touch it (there is no public way to change an added argument's type).
+    """
+    for action in parser._actions:
+        if action.dest.startswith(prefix) and hasattr(action, "_typehint"):
+            action._typehint = _int_before_float(action._typehint)
 
 
 def unwritable_values(dumped: str) -> list[tuple[str, str]]:
