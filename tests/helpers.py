@@ -333,3 +333,34 @@ def assert_refused(result: dict, code: int, *named: str) -> str:
     for name in named:
         assert name in message, (name, context)
     return message
+
+
+def write_marker_module(folder: Path, name: str) -> Path:
+    """``folder/<name>.py``: importing it appends its name to ``folder/IMPORTED`` (the sign that a file's class ran
+    code), and it offers an optimiser ``Opt``, a scheduler ``Sched`` and a backbone ``Net`` that would work."""
+    code = (
+        "import pathlib, torch\n"
+        f"with open(pathlib.Path(__file__).with_name('IMPORTED'), 'a') as f:\n    f.write({name!r} + '\\n')\n"
+        "class Opt(torch.optim.AdamW):\n    pass\n"
+        "class Sched(torch.optim.lr_scheduler.ConstantLR):\n    pass\n"
+    )
+    path = folder / f"{name}.py"
+    path.write_text(code)
+    return path
+
+
+def imported_markers(folder: Path) -> list[str]:
+    """The marker modules in ``folder`` whose code ran (:func:`write_marker_module`)."""
+    marks = folder / "IMPORTED"
+    return marks.read_text().split() if marks.exists() else []
+
+
+def write_tampered_checkpoint(source: Path, path: Path, **changes) -> Path:
+    """A copy of a real checkpoint with ``hyper_parameters`` entries replaced, e.g. ``optimizer=...``: a file of
+    tensors and strings only, so ``weights_only=True`` reads it."""
+    import torch
+
+    checkpoint = torch.load(source, weights_only=True, map_location="cpu")
+    checkpoint["hyper_parameters"].update(changes)
+    torch.save(checkpoint, path)
+    return path

@@ -18,7 +18,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import CONFIGS, DEFAULT_CONFIG, DROP_ROOT, REPO, assert_refused, make_image_folder, run_cases
+from tests.helpers import (
+    CONFIGS,
+    DEFAULT_CONFIG,
+    DROP_ROOT,
+    REPO,
+    assert_refused,
+    imported_markers,
+    make_image_folder,
+    run_cases,
+    write_marker_module,
+    write_tampered_checkpoint,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -155,3 +166,53 @@ def test_fits_into_folders_that_are_or_turn_read_only_stop_with_a_sentence(tmp_p
     assert_refused(results[1], 2, str(checkpoints))  # "was not written", or the refused removal of the old best
     assert not (checkpoints.parent / "metrics.json").exists()
     assert [p.name for p in checkpoints.glob("last*.ckpt")] == ["last.ckpt"]  # epoch 0's, kept
+
+
+def test_a_class_a_checkpoint_names_is_imported_only_from_trusted_packages_the_users_config_or_with_trust(
+    two_runs: Path, tmp_path: Path
+) -> None:
+    """A real checkpoint with one string changed names a module beside it (importable under ``python -m``): the
+    optimiser, the backbone or the scheduler, through every subcommand that merges a checkpoint's settings."""
+    ckpt = two_runs / "version_0" / "checkpoints" / "last.ckpt"
+    optimizer = torch.load(ckpt, weights_only=True)["hyper_parameters"]["optimizer"]
+    payloads = {
+        "optimizer": lambda module: {"optimizer": {**optimizer, "class_path": f"{module}.Opt"}},
+        "backbone": lambda module: {"backbone": f"{module}.Net"},
+        "lr_scheduler": lambda module: {"lr_scheduler": {"class_path": f"{module}.Sched", "init_args": {}}},
+    }
+    quick = [*QUICK, "--trainer.logger=false", "--trainer.limit_predict_batches=1"]
+    cases, expected = [], []
+    for subcommand in ("fit", "test", "validate", "predict"):
+        for kind, payload in payloads.items():
+            module = f"evil_{kind}_{subcommand}"
+            write_marker_module(tmp_path, module)
+            bad = write_tampered_checkpoint(ckpt, tmp_path / f"{module}.ckpt", **payload(module))
+            cases.append([subcommand, "--config", str(DEFAULT_CONFIG), *quick, f"--ckpt_path={bad}"])
+            expected.append((kind, f"{module}."))
+    # Any installed module, the standard library's `this` (it prints the Zen of Python) as well.
+    zen = write_tampered_checkpoint(ckpt, tmp_path / "zen.ckpt", optimizer={**optimizer, "class_path": "this.Opt"})
+    cases.append(["validate", "--config", str(DEFAULT_CONFIG), *quick, f"--ckpt_path={zen}"])
+    expected.append(("optimizer", "this.Opt"))
+    # Trusted by the user: --trust_model, or the same class named in their own config.
+    write_marker_module(tmp_path, "trusted_opt")
+    write_marker_module(tmp_path, "named_opt")
+    trusted = write_tampered_checkpoint(
+        ckpt, tmp_path / "trusted.ckpt", optimizer={**optimizer, "class_path": "trusted_opt.Opt"}
+    )
+    named = write_tampered_checkpoint(
+        ckpt, tmp_path / "named.ckpt", optimizer={**optimizer, "class_path": "named_opt.Opt"}
+    )
+    test = ["test", "--config", str(DEFAULT_CONFIG), *quick]
+    cases += [
+        [*test, f"--ckpt_path={trusted}", "--trust_model=true"],
+        [*test, f"--ckpt_path={named}", "--model.optimizer=named_opt.Opt"],
+        [*test, f"--ckpt_path={ckpt}"],  # the default config's own classes need no trust
+    ]
+    results = run_cases(tmp_path, [{"argv": argv} for argv in cases])
+
+    for result, (key, named_class) in zip(results, expected, strict=False):
+        assert_refused(result, 1, f"names {key}", named_class, "--trust_model")
+        assert "Beautiful is better than ugly" not in result["stdout"]
+    for result in results[len(expected) :]:
+        assert result["code"] == 0, (result["argv"], result["stderr"][-3000:])
+    assert imported_markers(tmp_path) == ["trusted_opt", "named_opt"]  # only where the user trusted it

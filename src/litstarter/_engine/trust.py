@@ -4,7 +4,10 @@ so a class from outside this package is imported only when the user trusts the f
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import re
+from collections.abc import Mapping
 
 from .errors import BadInputError, UsageError
 
@@ -46,3 +49,62 @@ def import_class(class_path: str, base: type, trust: bool, what: str, kind: str 
     if not (inspect.isclass(cls) and issubclass(cls, base)):
         raise UsageError(f"{what} {class_path!r} is not an {kind or base.__name__} subclass (got {type(cls).__name__})")
     return cls
+
+
+#: Packages a checkpoint may name classes from without trust: this package, torch, torchvision and Lightning.
+TRUSTED_PACKAGES = (OWN_PREFIX[:-1], "torch", "torchvision", "lightning", "pytorch_lightning")
+#: Keys whose string value jsonargparse imports.
+CLASS_PATH_KEYS = ("class_path", "_class_path")
+#: Keys whose strings are names, never imported (a class called ``os.path`` is no module).
+NAME_KEYS = ("class_names",)
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+
+
+def _is_trusted(class_path: str) -> bool:
+    return class_path.split(".")[0] in TRUSTED_PACKAGES
+
+
+def _importable_dotted(value: str) -> bool:
+    """``value`` reads as ``module.Class`` and its top-level module exists (``find_spec`` runs no module code)."""
+    if not _DOTTED.fullmatch(value):
+        return False
+    try:
+        return importlib.util.find_spec(value.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def named_classes(node, key: str = "") -> list[tuple[str, str]]:
+    """``(dotted key, class path)`` for every class a stored config could import: each ``class_path`` and
+    ``_class_path``, and any other string that names an importable ``module.Class`` (``model.backbone``)."""
+    found: list[tuple[str, str]] = []
+    if hasattr(node, "as_dict"):  # a jsonargparse Namespace
+        node = node.as_dict()
+    items = node.items() if isinstance(node, Mapping) else enumerate(node) if isinstance(node, list | tuple) else ()
+    for k, value in items:
+        where = f"{key}.{k}" if key else str(k)
+        if str(k) in NAME_KEYS:
+            continue
+        if isinstance(value, str) and (str(k) in CLASS_PATH_KEYS or _importable_dotted(value)):
+            found.append((where, value))
+        else:
+            found += named_classes(value, where)
+    return found
+
+
+def check_stored_classes(stored: Mapping, named_by_user: set[str], trust: bool, source: str) -> None:
+    """Refuse a class that a file names (a checkpoint's hyper-parameters) before anything imports it, unless it is
+    from a trusted package, the user named it themselves, or the user passed ``--trust_model``.
+
+    Raises:
+        UntrustedCodeError: Naming the key and the class.
+    """
+    if trust:
+        return
+    for where, class_path in named_classes(stored):
+        if not _is_trusted(class_path) and class_path not in named_by_user:
+            raise UntrustedCodeError(
+                f"{source} names {where}: {class_path}, code from outside {', '.join(TRUSTED_PACKAGES[:3])} and"
+                " Lightning that your config does not name: loading it would import and run that module. Pass"
+                " --trust_model only if you trust whoever wrote the file"
+            )

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
+from ..trust import check_stored_classes, named_classes
 from .callbacks import CheckCheckpointsWritten, ShareRunVersion
 from .checks import check_accelerator_present, check_checkpoint_file, check_checkpoint_fits
 from .claim import claim_run_directory, end_claim
@@ -59,13 +60,25 @@ class RunCLI(LightningCLI):
         """LightningCLI's trainer, model and data arguments, with the Trainer's counts read as ints."""
         super().add_core_arguments_to_parser(parser)
         keep_counts_as_ints(parser)
+        parser.add_argument(
+            "--trust_model",
+            type=bool,
+            default=False,
+            help="Import classes that --ckpt_path names from outside litstarter, torch, torchvision and Lightning"
+            " (importing runs their module's code): only for a checkpoint whose author you trust.",
+        )
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
         """Parse, then check ``--ckpt_path`` before LightningCLI reads hyper-parameters from it."""
         super().parse_arguments(parser, args)
         subcommand = self.config.get("subcommand")
         if subcommand:
-            check_checkpoint_file(self.config[subcommand].get("ckpt_path"))
+            given = self.config[subcommand]
+            checkpoint = check_checkpoint_file(given.get("ckpt_path"))
+            if checkpoint is not None:  # LightningCLI merges its hyper-parameters next, importing each class named
+                named = {class_path for _, class_path in named_classes(given)}
+                where = f"--ckpt_path '{given.get('ckpt_path')}' hyper_parameters"
+                check_stored_classes(checkpoint.get("hyper_parameters") or {}, named, given.get("trust_model"), where)
         check_config_writes(self.parser.dump(self.config, skip_none=False, skip_validation=True))
 
     def before_instantiate_classes(self) -> None:
