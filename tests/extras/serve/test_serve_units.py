@@ -56,9 +56,17 @@ def test_bodies_json_and_base64():
     assert image_bytes("application/json", json.dumps({"image": base64.b64encode(png).decode()}).encode()) == png
     data_url = "data:image/png;base64," + base64.b64encode(png).decode()
     assert image_bytes("application/json", json.dumps({"image": data_url}).encode()) == png
+    mime = base64.encodebytes(png * 4).decode()  # what the base64 command writes: lines of 76 characters
+    assert "\n" in mime.strip() and image_bytes("application/json", json.dumps({"image": mime}).encode()) == png * 4
+    spaced = " \t".join(base64.b64encode(png).decode()) + "\r\n"
+    assert image_bytes("application/json", json.dumps({"image": spaced}).encode()) == png
     cases = {
         b"": "empty",
         b"{not json": "not valid JSON",
+        b"[" * 150_000: "nested too deeply",
+        b'{"image": ' + b"9" * 5001 + b"}": f"a number of over {sys.get_int_max_str_digits()} digits",
+        json.dumps({"image": "iVBOR\u00a0w0KGgo="}).encode(): "not valid base64",  # non-ASCII space
+        b'{"image": "iVBOR-w0KGgo="}': "not valid base64",
         b'["image"]': 'no "image" string',
         b'{"image": 3}': 'no "image" string',
         b'{"image": "%%% not base64"}': "not valid base64",
@@ -232,3 +240,4 @@ def test_the_server_modules_import_no_torch():
     script += "print(sorted(m for m in ('torch', 'torchvision', 'lightning') if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
