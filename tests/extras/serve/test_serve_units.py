@@ -60,6 +60,8 @@ def test_bodies_json_and_base64():
     assert "\n" in mime.strip() and image_bytes("application/json", json.dumps({"image": mime}).encode()) == png * 4
     spaced = " \t".join(base64.b64encode(png).decode()) + "\r\n"
     assert image_bytes("application/json", json.dumps({"image": spaced}).encode()) == png
+    raw = b'{"image": "' + base64.encodebytes(png * 4).strip() + b'"}'  # unescaped line breaks: curl -d "$(base64 ...)"
+    assert b"\n" in raw and image_bytes("application/json", raw) == png * 4
     cases = {
         b"": "empty",
         b"{not json": "not valid JSON",
