@@ -243,3 +243,20 @@ def test_the_server_modules_import_no_torch():
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
+
+def test_a_descriptor_limit_too_low_for_the_cap_is_one_line(tmp_path):
+    from litstarter.extras.serve.command import DESCRIPTOR_RESERVE
+
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"")  # refused before it is loaded
+    script = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))\n"
+        "from litstarter.__main__ import main\n"
+        f"sys.exit(main(['serve', '--model', {str(model)!r}, '--max_connections', '1000']))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    line = proc.stderr.strip()
+    assert proc.returncode == 2 and "\n" not in line, proc.stderr
+    assert line.startswith(f"litstarter serve: error: --max_connections 1000 needs {1000 + DESCRIPTOR_RESERVE} open")
+    assert "at most 256 (ulimit -Hn)" in line
