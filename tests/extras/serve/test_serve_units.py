@@ -56,9 +56,19 @@ def test_bodies_json_and_base64():
     assert image_bytes("application/json", json.dumps({"image": base64.b64encode(png).decode()}).encode()) == png
     data_url = "data:image/png;base64," + base64.b64encode(png).decode()
     assert image_bytes("application/json", json.dumps({"image": data_url}).encode()) == png
+    mime = base64.encodebytes(png * 4).decode()  # what the base64 command writes: lines of 76 characters
+    assert "\n" in mime.strip() and image_bytes("application/json", json.dumps({"image": mime}).encode()) == png * 4
+    spaced = " \t".join(base64.b64encode(png).decode()) + "\r\n"
+    assert image_bytes("application/json", json.dumps({"image": spaced}).encode()) == png
+    raw = b'{"image": "' + base64.encodebytes(png * 4).strip() + b'"}'  # unescaped line breaks: curl -d "$(base64 ...)"
+    assert b"\n" in raw and image_bytes("application/json", raw) == png * 4
     cases = {
         b"": "empty",
         b"{not json": "not valid JSON",
+        b"[" * 150_000: "nested too deeply",
+        b'{"image": ' + b"9" * 5001 + b"}": f"a number of over {sys.get_int_max_str_digits()} digits",
+        json.dumps({"image": "iVBOR\u00a0w0KGgo="}).encode(): "not valid base64",  # non-ASCII space
+        b'{"image": "iVBOR-w0KGgo="}': "not valid base64",
         b'["image"]': 'no "image" string',
         b'{"image": 3}': 'no "image" string',
         b'{"image": "%%% not base64"}': "not valid base64",
@@ -232,3 +242,21 @@ def test_the_server_modules_import_no_torch():
     script += "print(sorted(m for m in ('torch', 'torchvision', 'lightning') if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+def test_a_descriptor_limit_too_low_for_the_cap_is_one_line(tmp_path):
+    from litstarter.extras.serve.command import DESCRIPTOR_RESERVE
+
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"")  # refused before it is loaded
+    script = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))\n"
+        "from litstarter.__main__ import main\n"
+        f"sys.exit(main(['serve', '--model', {str(model)!r}, '--max_connections', '1000']))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    line = proc.stderr.strip()
+    assert proc.returncode == 2 and "\n" not in line, proc.stderr
+    assert line.startswith(f"litstarter serve: error: --max_connections 1000 needs {1000 + DESCRIPTOR_RESERVE} open")
+    assert "at most 256 (ulimit -Hn)" in line

@@ -33,6 +33,9 @@ SERVE_EXTRA = ("starlette", "uvicorn")
 #: Seconds the drain may take beyond the longest request (the deadline bounds every request).
 DRAIN_MARGIN = 5.0
 
+#: Open files the server needs beyond one per connection: the model, thread pools, the listener, the event loop.
+DESCRIPTOR_RESERVE = 128
+
 
 #: The batching, limit and thread options: (flag, type, help); defaults come from ServeOptions (None if absent).
 TUNING = [
@@ -47,6 +50,9 @@ TUNING = [
     ),
     ("--max_pixels", int, "Refuse images with more pixels (413)."),
     ("--max_bytes", int, "Refuse bodies with more bytes (413)."),
+    ("--idle_timeout", float, "Close a connection that sends no request this many seconds (new, or after an answer)."),
+    ("--header_timeout", float, "Seconds from a request's first byte to the end of its headers; past it: 408, closed."),
+    ("--max_connections", int, "Connections open at once; past it a new one gets 503 at once (idle ones count)."),
     ("--num_threads", int, "Intra-op threads per worker; default: the usable cores divided among the workers."),
 ]
 
@@ -80,14 +86,15 @@ def options_from(args: argparse.Namespace) -> ServeOptions:
     Raises:
         UsageError: Naming the option and the value expected.
     """
-    at_least_one = ("max_batch_size", "workers", "topk", "max_pixels", "max_bytes")
+    at_least_one = ("max_batch_size", "workers", "topk", "max_pixels", "max_bytes", "max_connections")
     for name in at_least_one:
         if getattr(args, name) < 1:
             raise UsageError(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.num_threads is not None and args.num_threads < 1:
         raise UsageError(f"--num_threads must be >= 1, got {args.num_threads}")
-    if args.request_timeout <= 0:
-        raise UsageError(f"--request_timeout must be > 0 seconds, got {args.request_timeout}")
+    for name in ("request_timeout", "idle_timeout", "header_timeout"):
+        if not getattr(args, name) > 0:
+            raise UsageError(f"--{name} must be > 0 seconds, got {getattr(args, name)}")
     if not 0 <= args.batch_timeout < args.request_timeout:
         raise UsageError(
             f"--batch_timeout must be >= 0 and below --request_timeout ({args.request_timeout:g} s), "
@@ -139,6 +146,32 @@ def bind(host: str, port: int) -> socket.socket:
         raise UsageError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
 
 
+def ensure_descriptors(max_connections: int) -> None:
+    """Raise the soft limit on open files (``ulimit -n``) to what ``max_connections`` needs, if it is lower.
+
+    Each connection holds a descriptor; the model, the threads and the listener need about
+    :data:`DESCRIPTOR_RESERVE` more. Without them, accepting fails before the cap is reached.
+
+    Raises:
+        UsageError: If the hard limit is lower than that.
+    """
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit
+        return
+    need = max_connections + DESCRIPTOR_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+    except (ValueError, OSError):
+        raise UsageError(
+            f"--max_connections {max_connections} needs {need} open files, and this process may open at most "
+            f"{hard} (ulimit -Hn): lower --max_connections or raise the limit"
+        ) from None
+
+
 def require_serve_extra() -> None:
     """Raise :class:`UsageError` naming the install command if the ``serve`` extra is missing."""
     missing = [name for name in SERVE_EXTRA if importlib.util.find_spec(name) is None]
@@ -173,6 +206,7 @@ def serve(backends: Sequence[Backend], options: ServeOptions, sock: socket.socke
     import uvicorn
 
     from litstarter.extras.serve.app import create_app
+    from litstarter.extras.serve.connections import MAX_HEADER_BYTES, Limits, guarded_protocol
 
     host, port = sock.getsockname()[:2]
     host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
@@ -189,8 +223,13 @@ def serve(backends: Sequence[Backend], options: ServeOptions, sock: socket.socke
         )
 
     app = create_app(backends, options, on_ready)
+    limits = Limits(options.idle_timeout, options.header_timeout, options.max_connections)
     config = uvicorn.Config(
         app,
+        http=guarded_protocol(limits),
+        ws="none",  # no WebSocket routes; an upgraded connection would leave the guard's count
+        timeout_keep_alive=options.idle_timeout,  # uvicorn's own, armed after each answer
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,  # h11's own header limit (400), if h11 is the parser
         log_level="warning",
         access_log=access_log,
         timeout_graceful_shutdown=options.request_timeout + DRAIN_MARGIN,
@@ -231,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if not Path(args.model).is_file():
         raise UsageError(f"--model not found: {args.model}")
+    ensure_descriptors(options.max_connections)
     sock = bind(args.host, args.port)  # before loading: a busy port fails at once, not after a slow load
     try:
         backends = load_backends(args.model, options.workers, args.num_threads, args.trust_model)

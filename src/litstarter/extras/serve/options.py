@@ -18,6 +18,9 @@ class ServeOptions:
         request_timeout: Seconds from a request's arrival to its answer; past it the answer is a 504.
         max_pixels: Images with more pixels are refused (413) from their header, before decoding.
         max_bytes: Bodies with more bytes are refused (413).
+        idle_timeout: Seconds a connection may stay open without sending a request (new, or after an answer).
+        header_timeout: Seconds from a request's first byte to the end of its headers; past it: 408.
+        max_connections: Connections open at once; past it a new one is answered 503 at once.
     """
 
     max_batch_size: int = 32
@@ -27,3 +30,6 @@ class ServeOptions:
     request_timeout: float = 30.0
     max_pixels: int = 40_000_000
     max_bytes: int = 20_000_000
+    idle_timeout: float = 5.0
+    header_timeout: float = 10.0
+    max_connections: int = 1000

@@ -7,7 +7,7 @@ joined. Torch-free (numpy + Pillow): serving an ONNX model never imports torch.
 | what is wrong | status |
 | --- | --- |
 | ``Content-Type`` is neither ``image/*`` nor ``application/json`` | 415 |
-| the body is empty, not JSON, has no ``"image"`` string, or the string is not base64 | 400 |
+| the body is empty, not JSON (too deeply nested, a too long number), has no ``"image"``, or not base64 | 400 |
 | the bytes are not an image Pillow can read, or a truncated one | 400 |
 | the body is over ``--max_bytes``, or the image over ``--max_pixels`` (a decompression bomb) | 413 |
 
@@ -21,6 +21,7 @@ import base64
 import binascii
 import io
 import json
+import sys
 from collections.abc import Awaitable, Callable
 
 import numpy as np
@@ -34,6 +35,8 @@ JSON_TYPE = "application/json"
 DISCARD_LIMIT = 8 * 1024 * 1024
 #: ... and it arrives within this many seconds; otherwise the connection is closed after the answer.
 DISCARD_SECONDS = 5.0
+#: ASCII whitespace, dropped from base64 before it is checked.
+NO_WHITESPACE = str.maketrans("", "", " \t\n\r\v\f")
 EXPECTED_BODY = 'send image bytes as Content-Type: image/*, or {"image": "<base64>"} as Content-Type: application/json'
 
 
@@ -71,7 +74,8 @@ def check_content_type(content_type: str | None) -> str:
 def image_bytes(kind: str, body: bytes) -> bytes:
     """The encoded image in a body: the body itself for ``image/*``, the base64 ``"image"`` field for JSON.
 
-    A ``data:image/...;base64,`` prefix (what browsers produce) is accepted.
+    A ``data:image/...;base64,`` prefix (what browsers produce) is accepted, and so are spaces and line breaks
+    in the base64 (MIME base64, what the ``base64`` command writes, breaks lines at 76 characters).
 
     Raises:
         RequestError: 400 for an empty body, invalid JSON, a missing ``"image"`` string or invalid base64.
@@ -81,16 +85,22 @@ def image_bytes(kind: str, body: bytes) -> bytes:
     if kind != JSON_TYPE:
         return body
     try:
-        payload = json.loads(body)
+        payload = json.loads(body, strict=False)  # line breaks inside the string: curl -d "$(base64 < file)"
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise RequestError(400, f"the body is not valid JSON ({err}): {EXPECTED_BODY}") from None
+    except RecursionError:
+        raise RequestError(400, f"the JSON body is nested too deeply to read: {EXPECTED_BODY}") from None
+    except ValueError as err:  # Python refuses integers of over sys.get_int_max_str_digits() digits
+        digits = f"holds a number of over {sys.get_int_max_str_digits()} digits"
+        reason = digits if "digits" in str(err) else "is unreadable"
+        raise RequestError(400, f"the JSON body {reason}: {EXPECTED_BODY}") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("image"), str):
         raise RequestError(400, f'the JSON body has no "image" string: {EXPECTED_BODY}')
     text = payload["image"]
     if text.startswith("data:") and "," in text:
         text = text.split(",", 1)[1]
     try:
-        data = base64.b64decode(text, validate=True)
+        data = base64.b64decode(text.translate(NO_WHITESPACE), validate=True)
     except (binascii.Error, ValueError) as err:
         raise RequestError(400, f'"image" is not valid base64 ({err})') from None
     if not data:

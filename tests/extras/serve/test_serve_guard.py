@@ -1,0 +1,116 @@
+"""The connection guard on each HTTP parser uvicorn may run (httptools, h11), in-process with a trivial app.
+
+``litstarter serve`` runs whichever parser is installed (httptools with ``uvicorn[standard]``); the end-to-end
+checks in test_serve_connections.py cover that one, these cover both, with timeouts of a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import http.client
+import select
+import socket
+import threading
+import time
+
+import pytest
+
+from litstarter.extras.serve.connections import DRAIN_GRACE, Limits, guarded_protocol
+
+pytestmark = pytest.mark.slow
+
+IDLE, HEADER = 0.4, 0.6
+
+
+async def ok(scope, receive, send) -> None:
+    """Reads the body (not on ``/unread``), answers 200 ``{}``."""
+    while scope["path"] != "/unread" and (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
+def status_of(sock: socket.socket) -> int:
+    sock.settimeout(5)
+    response = http.client.HTTPResponse(sock)
+    response.begin()
+    response.read()
+    return response.status
+
+
+def closed_within(sock: socket.socket, seconds: float) -> float:
+    """Seconds until the server closes ``sock`` (reading nothing but the end), at most ``seconds``."""
+    started = time.monotonic()
+    sock.settimeout(seconds)
+    data = sock.recv(100)
+    assert data == b"", data
+    return time.monotonic() - started
+
+
+def trickle_until_closed(sock: socket.socket, seconds: float) -> float:
+    """Send a byte every 0.05 s until the server closes ``sock`` (at most ``seconds``); how long that took."""
+    started = time.monotonic()
+    sock.setblocking(False)
+    while time.monotonic() - started < seconds:
+        try:
+            sock.sendall(b"x")
+            if select.select([sock], [], [], 0.05)[0] and sock.recv(100) == b"":
+                break
+        except OSError:  # EPIPE, or a reset
+            break
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_timeouts_cap_and_drain_grace(parser):
+    uvicorn = pytest.importorskip("uvicorn")
+    pytest.importorskip(parser)
+    limits = Limits(idle_timeout=IDLE, header_timeout=HEADER, max_connections=3)
+    config = uvicorn.Config(ok, http=guarded_protocol(limits, parser), timeout_keep_alive=IDLE, lifespan="off")
+    listener = socket.create_server(("127.0.0.1", 0))
+    addr = listener.getsockname()
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        used, idle, slow = (socket.create_connection(addr) for _ in range(3))
+        used.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc")
+        assert status_of(used) == 200
+        slow.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n")
+        with socket.create_connection(addr) as over:  # the cap of 3 is full
+            over.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert status_of(over) == 503
+        assert IDLE - 0.05 < closed_within(used, 3) < IDLE + 0.5  # idle after its answer
+        assert closed_within(idle, 3) < 0.5  # a new connection that never sent a byte, opened with `used`
+        slow.settimeout(3)
+        assert slow.recv(100).startswith(b"HTTP/1.1 408 ")
+        with socket.create_connection(addr) as big:
+            big.sendall(b"GET / HTTP/1.1\r\nX: " + b"a" * 70_000)
+            assert status_of(big) == (431 if parser == "httptools" else 400)  # h11 refuses them itself
+        with socket.create_connection(addr) as unread:  # answered unread; the rest of the body trickles in
+            unread.sendall(b"POST /unread HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc")
+            assert status_of(unread) == 200
+            assert HEADER - 0.1 < trickle_until_closed(unread, HEADER + 2) < HEADER + 0.5
+        waiting = socket.create_connection(addr)
+        waiting.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert status_of(waiting) == 200
+        server.should_exit = True
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                socket.create_connection(addr, timeout=1).close()
+            except ConnectionRefusedError:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+        waiting.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")  # within the grace: answered, then closed
+        assert status_of(waiting) == 200
+        assert closed_within(waiting, DRAIN_GRACE + 1) < 0.5
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        for sock in (used, idle, slow):
+            sock.close()
