@@ -216,3 +216,38 @@ def test_a_class_a_checkpoint_names_is_imported_only_from_trusted_packages_the_u
     for result in results[len(expected) :]:
         assert result["code"] == 0, (result["argv"], result["stderr"][-3000:])
     assert imported_markers(tmp_path) == ["trusted_opt", "named_opt"]  # only where the user trusted it
+
+
+def test_config_mistakes_are_one_line_naming_the_key_or_file_with_the_nearest_option(tmp_path: Path) -> None:
+    """A wrong type, a missing or broken config file, an unknown key in a file or on the command line, and a prefix
+    of an option (argparse would take ``--trainer.max_epoch`` for ``max_epochs``): one line, never the usage."""
+    (tmp_path / "tab.yaml").write_text("trainer:\n\tmax_epochs: 2\n")
+    (tmp_path / "broken.yaml").write_text("trainer: [\n")
+    (tmp_path / "unknown.yaml").write_text("trainer:\n  max_epochz: 2\n")
+    base = ["--config", str(DEFAULT_CONFIG), *QUICK]
+    cases = [
+        ["fit", *base, "--trainer.max_epochs=abc"],
+        ["fit", *base, "--config", "missing.yaml"],
+        ["fit", *base, "--config", "tab.yaml"],
+        ["fit", *base, "--config", "broken.yaml"],
+        ["fit", *base, "--config", "unknown.yaml"],
+        ["fit", *base, "--trainer.max_epochz=3"],
+        ["fit", *base, "--trainer.max_epoch", "7"],
+        ["fit", *base, "--model.optimizer.init_args.lrr=0.1"],
+        ["validate", *base, "--data.init_args.batch_sise=8"],
+    ]
+    results = run_cases(tmp_path, [{"argv": argv} for argv in cases])
+    expected = [
+        ("trainer.max_epochs: expected int", "'abc'"),
+        ("--config", "missing.yaml", "does not exist"),
+        ("tab.yaml line 2, column 1", "tab"),
+        ("broken.yaml line 2",),
+        ("trainer.max_epochz in unknown.yaml: no such option", "did you mean trainer.max_epochs?"),
+        ("--trainer.max_epochz: no such option", "did you mean --trainer.max_epochs?"),
+        ("--trainer.max_epoch: no such option", "did you mean --trainer.max_epochs?"),
+        ("model.optimizer.init_args.lrr: not an option of AdamW", "did you mean lr?"),
+        ("litstarter validate: error: data.batch_sise: not an option of DigitsDataModule", "did you mean batch_size?"),
+    ]
+    for result, named in zip(results, expected, strict=True):
+        assert_refused(result, 2, *named)
+        assert "usage:" not in result["stderr"], result["stderr"][-3000:]

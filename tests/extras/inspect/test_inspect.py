@@ -56,9 +56,12 @@ def test_inspect_finds_the_planted_copy_the_imbalance_and_suggests_a_sampler(pla
     ("extra", "said"),
     [
         (["--data.root", "/no/such/folder"], "data.root '/no/such/folder' does not exist"),
-        (["--data.sampler", "uniform", "--data.root", "{root}"], "data.sampler must be"),
-        (["--data.chanels", "1", "--data.root", "{root}"], "data.chanels is not an option of ImageFolderDataModule"),
-        (["--data.root", "{root}", "--trainer.max_epochs", "many"], "trainer.max_epochs must be int, NoneType, got"),
+        (["--data.sampler", "uniform", "--data.root", "{root}"], "data.sampler: expected"),
+        (
+            ["--data.chanels", "1", "--data.root", "{root}"],
+            "data.chanels: not an option of ImageFolderDataModule (did you mean channels",
+        ),
+        (["--data.root", "{root}", "--trainer.max_epochs", "many"], "trainer.max_epochs: expected int or null, got"),
         (["--data.root", "{root}", "--config", "configs/data/nothere.yaml"], "configs/data/nothere.yaml"),
     ],
 )

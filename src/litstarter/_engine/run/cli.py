@@ -17,10 +17,13 @@ In the order LightningCLI calls them:
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 
+from jsonargparse import ArgumentError
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
+from ..errors import UsageError
 from ..trust import check_stored_classes, named_classes
 from .callbacks import CheckCheckpointsWritten, ShareRunVersion
 from .checks import check_accelerator_present, check_checkpoint_file, check_checkpoint_fits
@@ -35,6 +38,7 @@ from .folder import (
     share_one_run_directory,
 )
 from .logs import show_litstarter_logs
+from .parse_errors import sentence
 from .tracking import log_run_files_to_mlflow, record_mlflow_runs
 
 
@@ -53,8 +57,26 @@ class RunCLI(LightningCLI):
         register_config_types()
         try:
             super().__init__(*args, **kwargs)
+        except ArgumentError as err:
+            given = kwargs.get("args")
+            given = sys.argv[1:] if given is None else list(given)
+            raise UsageError(sentence(str(err), self._known_keys(given), given)) from None
         finally:
             end_claim()  # a run that stopped before writing leaves no empty version folder
+
+    def init_parser(self, **kwargs) -> LightningArgumentParser:
+        """LightningCLI's parser (each subcommand's too), raising its refusals for a one-line sentence, and without
+        argparse's abbreviations: ``--trainer.max_epoch 7`` is a typo, never ``max_epochs``."""
+        kwargs.setdefault("exit_on_error", False)
+        kwargs.setdefault("allow_abbrev", False)
+        return super().init_parser(**kwargs)
+
+    def _known_keys(self, args: list[str]) -> list[str]:
+        """The dotted options of the subcommand in ``args`` (for "did you mean"); LightningCLI keeps its
+        subcommands' parsers in the private ``_subcommand_parsers``."""
+        parsers = getattr(self, "_subcommand_parsers", {})
+        parser = parsers.get(args[0]) if args else None
+        return [a.dest for a in getattr(parser, "_actions", []) if "." in a.dest or a.dest.isidentifier()]
 
     def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         """LightningCLI's trainer, model and data arguments, with the Trainer's counts read as ints."""

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
 import warnings
 
 import lightning as L
-from jsonargparse import ArgumentError, Namespace
+from jsonargparse import Namespace
 
 from litstarter._engine.errors import UsageError
 from litstarter._engine.images.folder import CachedImageFolder
@@ -35,7 +34,7 @@ def parse_fit_config(args: list[str]) -> Namespace:
     """The config ``litstarter fit <args>`` would run with, checked as ``fit`` checks it.
 
     Raises:
-        UsageError: What the parser refused, in one sentence.
+        UsageError: What the parser refused, in one sentence (the CLI's own).
     """
     seed_log = logging.getLogger("lightning.fabric.utilities.seed")
     level, seed_log.level = seed_log.level, logging.WARNING  # LightningCLI seeds after parsing; no line for it here
@@ -44,31 +43,11 @@ def parse_fit_config(args: list[str]) -> Namespace:
             warnings.filterwarnings("ignore", message="LightningCLI's args parameter")  # we pass args on purpose
             cli = ParseOnly(
                 ImageClassifier, L.LightningDataModule, subclass_mode_data=True, run=False, args=args,
-                parser_kwargs={"exit_on_error": False}, auto_configure_optimizers=False,
+                auto_configure_optimizers=False,
             )  # fmt: skip
-    except ArgumentError as error:
-        raise UsageError(sentence(str(error))) from None
     finally:
         seed_log.level = level
     return cli.config
-
-
-def sentence(message: str) -> str:
-    """jsonargparse's refusal (an indented tree of the union types it tried) as one sentence: the key it names,
-    what was expected and what was given."""
-    key = ".".join(re.findall(r'Parser key "([\w.]+)"', message))
-    unknown = re.search(r"class_path '[\w.]*?(\w+)':\s+Option '(\w+)' is not accepted", message)
-    if unknown:
-        return f"{key}.{unknown[2]} is not an option of {unknown[1]} (litstarter fit --help lists them)"
-    deepest = message[message.rfind("Parser key") :]
-    plain = re.match(r'Parser key "[\w.]+": (.+)$', deepest)  # a one-line refusal, e.g. a missing --config file
-    if plain:
-        return f"{'--' if key == 'config' else ''}{key}: {plain[1]}"
-    expected = re.search(r"Subtypes: \[(.*)\]|Expected a (.*?)(?:\. Got value|$)", deepest, re.M)
-    given = re.search(r"(?:Given value|Got value): (.*)$", deepest, re.M)
-    what = (expected[1] or expected[2]) if expected else "another value"
-    what = what.replace("<class '", "").replace("'>", "").replace("typing.", "")
-    return f"{key} must be {what}" + (f", got {given[1].strip()!r}" if given else "")
 
 
 def image_folder_of(config: Namespace) -> CachedImageFolder:

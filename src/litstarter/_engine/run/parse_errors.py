@@ -1,0 +1,126 @@
+"""jsonargparse's refusals as one sentence: ``<key or file>: <what is wrong>``, with the nearest option for a typo.
+
+jsonargparse answers a mistake with the usage (sixty lines) and an indented tree of every union type it tried. The
+CLI parses with ``exit_on_error=False`` and ``allow_abbrev=False`` (``--trainer.max_epoch`` is a typo, not
+``max_epochs``), and turns the :class:`jsonargparse.ArgumentError` into a sentence here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import yaml
+
+
+def _nearest(word: str, known: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the closest of ``known``, or ``""``."""
+    match = difflib.get_close_matches(word, list(known), n=1, cutoff=0.75)
+    return f" (did you mean {match[0]}?)" if match else ""
+
+
+def config_files(args: Sequence[str]) -> list[str]:
+    """The ``--config`` / ``-c`` files of a command line, in order."""
+    files, take = [], False
+    for arg in args:
+        if take:
+            files.append(arg)
+        take = arg in ("--config", "-c")
+        if arg.startswith("--config="):
+            files.append(arg.split("=", 1)[1])
+    return files
+
+
+def yaml_problem(files: Sequence[str]) -> str | None:
+    """``<file> line L, column C: <problem>`` for the first config file that is not valid YAML."""
+    for name in files:
+        try:
+            yaml.safe_load(Path(name).read_text())
+        except (OSError, UnicodeDecodeError):
+            continue  # the parser names a missing file itself
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            hint = " (a tab: YAML indents with spaces)" if mark and "\t" in Path(name).read_text() else ""
+            return f"{name}{where}: {problem}{hint}"
+    return None
+
+
+def _file_with_key(files: Sequence[str], dotted: str) -> str | None:
+    """The last config file (the one that wins) that sets ``dotted``."""
+    for name in reversed(files):
+        try:
+            node = yaml.safe_load(Path(name).read_text())
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            return name
+    return None
+
+
+def _init_options(class_path: str) -> list[str]:
+    """The ``__init__`` arguments of an already imported class (nothing is imported here)."""
+    module, _, name = class_path.rpartition(".")
+    cls = getattr(sys.modules.get(module), name, None)
+    try:
+        return [p for p in inspect.signature(cls).parameters if p not in ("self", "args", "kwargs")] if cls else []
+    except (TypeError, ValueError):
+        return []
+
+
+def _literals(what: str) -> str:
+    """``Literal[64, '32']`` as ``64, '32'``."""
+    return re.sub(r"Literal\[(.*?)\]", r"\1", what)
+
+
+def sentence(message: str, known_keys: Iterable[str] = (), args: Sequence[str] = ()) -> str:
+    """jsonargparse's refusal ``message`` as one sentence naming the key or file, what was expected and what was
+    given; ``known_keys`` (the parser's dotted keys) give the nearest option for an unknown one; ``args`` is the
+    command line (its subcommand and ``--config`` files)."""
+    known = list(known_keys)
+    files = config_files(args)
+    helps = f"litstarter {args[0] if args and not args[0].startswith('-') else 'fit'} --help lists them"
+    if message.startswith("Problems parsing config"):
+        return yaml_problem(files) or f"--config: {message.splitlines()[0]}"
+    unrecognised = re.match(r"unrecognized arguments: (\S+)", message)
+    if unrecognised:
+        option = unrecognised[1].split("=", 1)[0]
+        hint = _nearest(option.lstrip("-"), known)
+        return f"{option}: no such option{hint.replace('mean ', 'mean --')} ({helps})"
+    not_accepted = re.search(r"(?:Group '([\w.]+)'|Subcommand '\w+') does not accept option '([\w.]+)'", message)
+    if not_accepted:
+        key = ".".join(part for part in not_accepted.groups() if part)
+        source = _file_with_key(files, key)
+        return f"{key}{f' in {source}' if source else ''}: no such option{_nearest(key, known)}"
+    key = ".".join(re.findall(r'Parser key "([\w.]+)"', message))
+    unknown = re.search(r"class_path '([\w.]+)':\s+Option '(\w+)' is not accepted", message)
+    if unknown:
+        class_path, option = unknown[1], unknown[2]
+        hint = _nearest(option, _init_options(class_path)) or f" ({helps})"
+        return f"{key}.{option}: not an option of {class_path.rpartition('.')[2]}{hint}"
+    callable_option = re.search(
+        r"Option '(\w+)' is not accepted\. Got value: Namespace\(class_path='([\w.]+)'", message
+    )
+    if callable_option:
+        option, class_path = callable_option[1], callable_option[2]
+        hint = _nearest(option, _init_options(class_path)) or f" ({helps})"
+        return f"{key}.init_args.{option}: not an option of {class_path.rpartition('.')[2]}{hint}"
+    deepest = message[message.rfind("Parser key") :]
+    plain = re.match(r'Parser key "[\w.]+": (.+)$', deepest)  # a one-line refusal, e.g. a missing --config file
+    if plain:
+        return f"{'--' if key == 'config' else ''}{key}: {plain[1]}"
+    expected = re.findall(r"Expected an? (?:<class '(\w+)'>|(.+?))(?:\. Got value|$)", deepest, re.M)
+    subtypes = re.search(r"Subtypes: \[(.*)\]", deepest)
+    given = re.search(r"(?:Given value|Got value): (.*)$", deepest, re.M)
+    names = [a or b for a, b in expected] or ([subtypes[1]] if subtypes else ["another value"])
+    what = " or ".join(dict.fromkeys(_literals(n.replace("NoneType", "null").replace("typing.", "")) for n in names))
+    if not key:
+        return message.strip().splitlines()[0]
+    return f"{key}: expected {what}" + (f", got {given[1].strip()!r}" if given else "")
