@@ -68,7 +68,7 @@ tensorboard: $(STAMP) ## Serve the TensorBoard logs under runs/
 
 rename: ## Rename the package everywhere: make rename NAME=my_project (then make install)
 	@test -n "$(NAME)" || (echo "usage: make rename NAME=<package>" >&2; exit 2)
-	$(PYTHON) scripts/rename.py $(NAME)
+	$(PYTHON) scripts/rename.py "$(NAME)"
 
 drop-extra: ## Delete an optional feature whole: make drop-extra NAME=deploy (its code, tests, docs, extra)
 	@test -n "$(NAME)" || (echo "usage: make drop-extra NAME=<extra>" >&2; exit 2)

@@ -83,7 +83,9 @@ def test_each_extra_deletes_whole_and_leaves_nothing_that_names_it(extra: str, t
 @pytest.mark.timeout(1500)
 def test_rename_then_delete_every_extra_leaves_a_template_whose_fast_suite_passes(tmp_path: Path) -> None:
     copy = _copy(tmp_path, "my_project")
+    license_text = (copy / "LICENSE").read_text()
     _run([sys.executable, "scripts/rename.py", NEW], copy)
+    assert (copy / "LICENSE").read_text() == license_text, "the LICENSE names its copyright holder, not the package"
     assert (copy / "src" / NEW / "__main__.py").is_file() and not (copy / "src" / "litstarter").exists()
     pyproject = (copy / "pyproject.toml").read_text()
     assert f'name = "{NEW}"' in pyproject and f'{NEW} = "{NEW}.__main__:main"' in pyproject
