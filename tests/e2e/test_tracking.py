@@ -1,5 +1,5 @@
 """Loggers by config: TensorBoard + CSV + MLflow in one run directory, read back with MLflow's own client,
-and a resume that keeps the run directory and the MLflow run."""
+and a resume that keeps the run directory, the MLflow run and the rows of ``metrics.csv``."""
 
 from __future__ import annotations
 
@@ -9,19 +9,31 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
+from litstarter._engine.run.cli import RunCLI
+from litstarter._engine.run.tracking import continue_csv_logs
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, run_cli
 
 pytestmark = pytest.mark.slow
 
 
 def test_tensorboard_csv_and_mlflow_share_one_run_and_a_resume_continues_the_mlflow_run(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, monkeypatch, recwarn
 ) -> None:
     from mlflow import MlflowClient
 
     monkeypatch.chdir(tmp_path)  # configs/logger/all.yaml writes under ./runs; nothing may land in ./mlruns
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    # RunCLI is to call continue_csv_logs once the Trainer exists; until it does, this stands in for that one line.
+    instantiate_trainer = RunCLI.instantiate_trainer
+
+    def instantiate_and_continue_csv_logs(self, **kwargs):
+        trainer = instantiate_trainer(self, **kwargs)
+        continue_csv_logs(trainer)
+        return trainer
+
+    monkeypatch.setattr(RunCLI, "instantiate_trainer", instantiate_and_continue_csv_logs)
     args = [
         "fit",
         "--config",
@@ -46,6 +58,10 @@ def test_tensorboard_csv_and_mlflow_share_one_run_and_a_resume_continues_the_mlf
             f"--ckpt_path={run / 'checkpoints' / 'last.ckpt'}",
         ]
     )
+    assert not [w for w in recwarn if "will be deleted" in str(w.message)], "the CSV logger shares the run's folder"
+    with open(run / "metrics.csv", newline="") as f:
+        epochs = {int(row["epoch"]) for row in csv.DictReader(f) if row["epoch"]}
+    assert {0, 1, 2} <= epochs, "the resume continues metrics.csv (the first fit trained epochs 0 and 1)"
     assert sorted(p.name for p in (tmp_path / "runs" / "digits").iterdir()) == ["version_0"]
     assert json.loads((run / "mlflow.json").read_text())["run_id"] == run_id
 
@@ -54,7 +70,11 @@ def test_tensorboard_csv_and_mlflow_share_one_run_and_a_resume_continues_the_mlf
     runs = client.search_runs([experiment.experiment_id])
     assert [r.info.run_id for r in runs] == [run_id], "the resume must log into the same MLflow run"
     mlflow_run = client.get_run(run_id)
-    assert mlflow_run.data.params["model.optimizer.init_args.lr"] == "0.0042"
+    params = mlflow_run.data.params
+    assert params["model.optimizer.init_args.lr"] == "0.0042"
+    # One set: the config's dotted keys, not also Lightning's (``lr``, ``optimizer/init_args/lr``, ``_instantiator``)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    assert {key.split(".")[0] for key in params} <= set(config), sorted(k for k in params if "." not in k)
     assert [m.step for m in client.get_metric_history(run_id, "val/acc")][-1] > 0
     assert len(client.get_metric_history(run_id, "val/acc")) == 3  # two epochs, then the resumed third
     assert "test/acc" in mlflow_run.data.metrics

@@ -25,7 +25,9 @@ import yaml
 from jsonargparse import Namespace
 
 from litstarter._engine.errors import UsageError, want_traceback
-from litstarter._engine.run.folder import check_loggers
+from litstarter._engine.run.folder import MLFLOW, check_loggers
+from litstarter._engine.run.tracking import check_mlflow_settings
+from litstarter.extras.tune.objective import check_objective
 from litstarter.extras.tune.report import (
     summary_table,
     write_best_yaml,
@@ -116,10 +118,12 @@ def has_key(config: dict, dotted: str) -> bool:
 
 
 def check_space(space: SearchSpace, runner: TrialRunner, base: dict[str, Any]) -> None:
-    """Every searched key exists and takes the ends of its range, under every config choice, before any trial.
+    """Every searched key exists and takes the ends of its range, under every config choice, and the objective
+    is a metric the task logs, before any trial.
 
     ``base`` is the resolved config without the search space; one ``--print_config`` per extra config choice,
-    then two with every key at its lowest and at its highest value (or first and last choice).
+    then two with every key at its lowest and at its highest value (or first and last choice), then one batch
+    of fit to see the metrics logged (:func:`~litstarter.extras.tune.objective.check_objective`).
     """
     keyed = [p for p in space.params if not p.picks_config]
     choosers = [p for p in space.params if p.picks_config]
@@ -142,6 +146,7 @@ def check_space(space: SearchSpace, runner: TrialRunner, base: dict[str, Any]) -
     for end in (0, -1):
         values = {p.name: p.examples()[end] for p in keyed}
         resolved_config(runner.fit_args(values, first_choice), f"search space {space.path}")
+    check_objective(space, runner.fit_args({}, first_choice))
 
 
 def study_folder(config: dict[str, Any], study_name: str) -> Path:
@@ -161,6 +166,16 @@ def _logger_namespaces(config: dict[str, Any]) -> list[Namespace]:
     logger = (config.get("trainer") or {}).get("logger")
     entries = logger if isinstance(logger, list) else [logger]
     return [Namespace(class_path=e["class_path"]) for e in entries if isinstance(e, dict) and "class_path" in e]
+
+
+def check_mlflow(config: dict[str, Any]) -> None:
+    """Each MLflow logger of the resolved config names an experiment and its tracking server answers, as a fit
+    checks before training (here once, before any trial, rather than once per failing trial)."""
+    logger = (config.get("trainer") or {}).get("logger")
+    for entry in logger if isinstance(logger, list) else [logger]:
+        if isinstance(entry, dict) and str(entry.get("class_path", "")).rsplit(".", 1)[-1] == MLFLOW:
+            args = entry.get("init_args") or {}
+            check_mlflow_settings(args.get("tracking_uri"), args.get("experiment_name"))
 
 
 def show_optuna_logs() -> None:
@@ -190,6 +205,7 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--study_name {study_name!r}: use letters, digits, '_', '-' and '.' (it names a folder)")
     study_dir = study_folder(base, study_name)
     check_loggers(Namespace(trainer=Namespace(logger=_logger_namespaces(base))))
+    check_mlflow(base)
     runner = TrialRunner(args.config, overrides, space, study_dir)
     database = open_storage(args.storage, study_dir) if args.storage else None  # a database: check it first
     check_space(space, runner, base)

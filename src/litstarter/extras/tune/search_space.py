@@ -138,6 +138,10 @@ def load_search_space(path: str | Path, default_seed: int | None = None) -> Sear
     unknown = set(raw) - {"objective", "sampler", "pruner", "params"}
     if unknown:
         raise UsageError(f"{where}: unknown section(s) {sorted(unknown)}; expected objective, sampler, pruner, params")
+    if not raw.get("objective"):
+        raise UsageError(
+            f"{where}: the objective section is missing; add e.g. objective: {{metric: val/acc, direction: maximize}}"
+        )
     objective = _section(raw, "objective", where)
     metric = objective.get("metric")
     direction = objective.get("direction", "maximize")
