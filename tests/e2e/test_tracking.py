@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from litstarter._engine.run.cli import RunCLI
-from litstarter._engine.run.tracking import continue_csv_logs
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, run_cli
 
 pytestmark = pytest.mark.slow
@@ -25,15 +23,6 @@ def test_tensorboard_csv_and_mlflow_share_one_run_and_a_resume_continues_the_mlf
 
     monkeypatch.chdir(tmp_path)  # configs/logger/all.yaml writes under ./runs; nothing may land in ./mlruns
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    # RunCLI is to call continue_csv_logs once the Trainer exists; until it does, this stands in for that one line.
-    instantiate_trainer = RunCLI.instantiate_trainer
-
-    def instantiate_and_continue_csv_logs(self, **kwargs):
-        trainer = instantiate_trainer(self, **kwargs)
-        continue_csv_logs(trainer)
-        return trainer
-
-    monkeypatch.setattr(RunCLI, "instantiate_trainer", instantiate_and_continue_csv_logs)
     args = [
         "fit",
         "--config",

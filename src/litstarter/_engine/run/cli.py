@@ -39,7 +39,7 @@ from .folder import (
 )
 from .logs import show_litstarter_logs
 from .parse_errors import sentence
-from .tracking import log_run_files_to_mlflow, record_mlflow_runs
+from .tracking import check_mlflow_loggers, continue_csv_logs, log_run_files_to_mlflow, record_mlflow_runs
 
 
 class RunCLI(LightningCLI):
@@ -133,13 +133,19 @@ class RunCLI(LightningCLI):
         stops when its checkpoints cannot be written."""
         trainer = super().instantiate_trainer(**kwargs)
         trainer.callbacks.extend([ShareRunVersion(), CheckCheckpointsWritten()])
+        continue_csv_logs(trainer)  # a CSV log shares the run folder and continues on a resume, never deleted
         return trainer
 
     def check_resume_checkpoint(self) -> None:
         """Check ``--ckpt_path`` against the model before Lightning loads it."""
         check_checkpoint_fits(self.active_config().get("ckpt_path"), self.model)
 
-    before_validate = before_test = before_predict = check_resume_checkpoint
+    def before_evaluating(self) -> None:
+        """Check ``--ckpt_path``, and that an MLflow server answers (before Lightning waits on it in silence)."""
+        self.check_resume_checkpoint()
+        check_mlflow_loggers(self.trainer)
+
+    before_validate = before_test = before_predict = before_evaluating
 
     def before_fit(self) -> None:
         """Check ``--ckpt_path``; record the MLflow run id in the run folder, so that a resume continues it."""

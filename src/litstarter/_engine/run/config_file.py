@@ -5,8 +5,10 @@
   ``degrees: Unable to serialize instance 10``). Registered here as what it is: a plain int or float.
 * ``--trainer.limit_train_batches=1`` is one batch, never 100%: Lightning declares its counts-or-fractions as
   ``Union[int, float]``, but Python caches unions regardless of order, so a package imported before Lightning that
-  wrote ``Union[float, int]`` (httpx does) makes the Trainer's annotation float-first, and jsonargparse then reads
-  ``1`` as ``1.0``. The Trainer's arguments are put back int-first.
+  wrote ``Union[float, int]`` (Lightning's own ``fabric.py`` does; httpx imported first is enough for it to stick)
+  makes the Trainer's annotation float-first, and so can jsonargparse's own ``Optional[...]`` of an argument whose
+  default is None, when the parser is built. jsonargparse then reads ``1`` as ``1.0``. After the parser is built,
+  the Trainer's arguments are put back int-first.
 * Any other value it cannot write stops the fit before anything is created, in one line that names the key.
 * ``config.yaml`` records the loggers as given: where a run wrote (the version it claimed, the folder several loggers
   share) is not a setting, so a rerun from it gets a folder of its own.

@@ -95,6 +95,8 @@ def resolved_config(fit_args: list[str], blame: str) -> dict[str, Any]:
     try:
         with redirect_stdout(out), redirect_stderr(err):
             cli_main([*fit_args, "--print_config"])
+    except UsageError as err:  # fit's own one-line refusal
+        raise UsageError(f"{blame}: {err}") from None
     except SystemExit as exit_:
         if exit_.code not in (0, None):
             lines = [line.strip() for line in err.getvalue().splitlines() if line.strip()]
