@@ -166,7 +166,7 @@ class ImageCache:
         return self.manifest["splits"][split]["files"][field]
 
 
-def _unusable(folder: Path, text: str, manifest, params: dict, sources: dict, class_to_idx: dict, verify: Verify,
+def _unusable(folder: Path, text: bytes, manifest, params: dict, sources: dict, class_to_idx: dict, verify: Verify,
               seed: int | None, started: float) -> str | None:  # fmt: skip
     """Why the cache in ``folder`` cannot be reused as it is (a phrase for the log), or ``None`` if it can;
     ``text`` is the manifest as read, ``manifest`` the same parsed."""
@@ -226,7 +226,7 @@ def load_cache(
     started = time.perf_counter()
     remove_stale(folder.glob(".*.tmp"))
     try:
-        text = (folder / MANIFEST).read_text()
+        text = (folder / MANIFEST).read_bytes()
         manifest = json.loads(text)
     except FileNotFoundError:
         return None
