@@ -54,6 +54,9 @@ class ImageFolderDataModule(ArrayDataModule):
         seed: Seed for the split, the sampler and the augmentation.
         classes: Train on these class folders only, labelled 0..K-1 in the order given; ``null``: every class
             folder, sorted. Each kept image lands in the split it has with all classes.
+        labels_absolute_paths: Let ``labels`` name absolute paths (a CSV listing files across disks). Risk: a row
+            can then make the run read, cache and train on any file this user may read; a relative path must stay
+            inside ``root`` either way.
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class ImageFolderDataModule(ArrayDataModule):
         std: list[float] | None = None,
         seed: int = 42,
         classes: list[str | int] | None = None,
+        labels_absolute_paths: bool = False,
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if sampler not in ("none", "weighted", "balanced"):
@@ -83,7 +87,7 @@ class ImageFolderDataModule(ArrayDataModule):
         # The listing, the split and the cache: the engine's, shared with the reports that read the same cache.
         self.folder = CachedImageFolder(
             root, labels, image_size, channels, val_fraction, test_fraction, cache_dir, cache_workers, cache_verify,
-            on_bad_file, seed, classes,
+            on_bad_file, seed, classes, labels_absolute_paths,
         )  # fmt: skip
         for name, value in (("mean", mean), ("std", std)):
             if value is not None and len(value) != self.folder.channels:

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.slow  # end to end
 
 
 def test_bad_model_files_and_outputs_for_infer_and_export(digits_export, tmp_path: Path) -> None:
-    """infer --output refusals, model.json against the model, corrupt artifacts, export --out into a read-only
-    folder; permissions with root's overrides dropped."""
+    """infer --output refusals, model.json against the model, corrupt artifacts, unreadable (mode 000) ones, export
+    --out into a read-only folder, one file given three times; permissions with root's overrides dropped."""
     ckpt, export = digits_export.ckpt, digits_export.out
     images = tmp_path / "images"
     inputs = [write_image(images / f"{i}.png", (8, 8), mode="L", seed=i) for i in range(3)]
@@ -45,6 +45,12 @@ def test_bad_model_files_and_outputs_for_infer_and_export(digits_export, tmp_pat
     read_only = tmp_path / "read_only"
     read_only.mkdir()
     read_only.chmod(0o555)
+    unreadable = tmp_path / "unreadable"  # mode 000: a permission problem, not a corrupt file
+    unreadable.mkdir()
+    for source in (export / "model.onnx", export / "weights.pt", export / "model.json", ckpt):
+        shutil.copy(source, unreadable / source.name)
+        (unreadable / source.name).chmod(0o444 if source.name == "model.json" else 0)
+    locked = {name: unreadable / name for name in ("model.onnx", "weights.pt", ckpt.name)}
 
     def infer(model: Path, output: Path, *extra: str) -> dict:
         return {"argv": ["infer", "--model", str(model), "--input", str(images), "--output", str(output), *extra]}
@@ -61,6 +67,21 @@ def test_bad_model_files_and_outputs_for_infer_and_export(digits_export, tmp_pat
         infer(corrupt / "model.pt2", tmp_path / "a.csv"),
         {"argv": ["export", "--ckpt_path", str(ckpt), "--out", str(read_only / "export"), "--formats", "weights"]},
         infer(export / "model.onnx", tmp_path / "ok.csv"),
+        *(infer(model, tmp_path / "a.csv") for model in locked.values()),
+        {"argv": ["export", "--ckpt_path", str(locked[ckpt.name]), "--out", str(tmp_path / "x"), "--formats", "onnx"]},
+        {
+            "argv": [
+                "infer",
+                "--model",
+                str(export / "model.onnx"),
+                "--input",
+                str(images),
+                str(inputs[1]),
+                str(images / "." / inputs[1].name),
+                "--output",
+                str(tmp_path / "once.csv"),
+            ]
+        },
     ]
     results = run_cases(tmp_path, cases, prefix=DROP_ROOT)
 
@@ -77,3 +98,11 @@ def test_bad_model_files_and_outputs_for_infer_and_export(digits_export, tmp_pat
     assert not list(read_only.iterdir())  # no export, no staging folder left behind
     assert results[10]["code"] == 0, results[10]["stderr"][-2000:]
     assert len((tmp_path / "ok.csv").read_text().splitlines()) == 1 + len(inputs)
+    for result, model in zip(results[11:15], [*locked.values(), locked[ckpt.name]], strict=True):
+        message = assert_refused(result, 2, str(model), "ermission denied")
+        assert "corrupt" not in message.replace("not corrupt", "") and "cannot load" not in message
+    # A folder and a file in it, twice (once by another spelling): one row per file, and a note saying so.
+    assert results[15]["code"] == 0, results[15]["stderr"][-2000:]
+    rows = (tmp_path / "once.csv").read_text().splitlines()[1:]
+    assert sorted(row.split(",")[0] for row in rows) == sorted(map(str, inputs))
+    assert "3 of 3 file(s) predicted" in results[15]["stdout"] and "counted 2 file(s) once" in results[15]["stderr"]

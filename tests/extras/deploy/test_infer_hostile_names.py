@@ -1,9 +1,10 @@
 """infer on a hostile folder: every file gets a row and the CSV is valid UTF-8 whatever the names; folder links are
-listed once, where they really are."""
+listed once, where they really are; a file given twice is one input."""
 
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,22 @@ def test_infer_gives_every_file_a_row_and_writes_the_csv_whatever_the_names(host
     assert rows["b/dangling.png"]["error"].startswith("dangling symbolic link")
     assert rows["c/spin.png"]["error"].startswith("symbolic link loop")
     assert "did not follow 3 folder link(s)" in capsys.readouterr().err
+
+
+def test_a_file_given_again_by_name_or_inside_another_input_folder_is_listed_once(tmp_path: Path) -> None:
+    """Named again, inside a folder given again or nested in another input, a hard link in another input, a
+    dangling link named twice: one input each, under the first name met, and a note for each."""
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    for name in ("d/a.png", "d/sub/b.png", "elsewhere.png"):
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / "d" / "sub" / "gone.png").symlink_to("nothing.png")
+    os.link(tmp_path / "elsewhere.png", tmp_path / "d" / "hard.png")
+    given = ["d/a.png", "d", "d/sub", "d", "elsewhere.png", "d/sub/gone.png", "./d/sub/gone.png", "d//a.png"]
+    files, _, notes = infer.list_inputs([tmp_path / g for g in given])
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == ["d/a.png", "d/hard.png", "d/sub/b.png",
+                                                                  "d/sub/gone.png"]  # fmt: skip
+    said = "\n".join(notes)
+    assert f"{tmp_path}/d/a.png (again)" in said  # the folder's a.png, after a.png by name
+    assert f"{tmp_path}/elsewhere.png (= {tmp_path}/d/hard.png)" in said
+    assert f"given again (or a folder inside another --input folder): {tmp_path}/d/sub, {tmp_path}/d" in said
+    assert f"{tmp_path}/d/sub/gone.png" in said.split("given again")[1]

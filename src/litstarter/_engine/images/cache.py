@@ -4,7 +4,8 @@ One cache folder holds, per split, ``<split>.u8`` (raw uint8 ``(N, C, H, W)``, C
 and ``<split>.labels.npy``, plus ``manifest.json`` (see :mod:`litstarter._engine.images.manifest`): each source file
 with its listing facts (size, mtime, ctime, inode) and what decoding found (original size, mode, SHA-256),
 ``class_to_idx``, the preprocessing parameters, the train split's per-channel mean and std, any skipped bad
-files, and block checksums of the arrays.
+files, block checksums of the arrays, and a checksum of the manifest's own text (so no value in it is trusted
+after a hand edit).
 
 Trust rule: a build decodes into temporary files, deletes the manifest just before it renames its arrays into
 place, and writes the new manifest last. On load the manifest must be well-formed, match the current file
@@ -38,6 +39,7 @@ from .manifest import (
     MANIFEST,
     as_records,
     blocks_to_verify,
+    digest_problem,
     file_checksum,
     manifest_problem,
     verify_blocks,
@@ -164,9 +166,10 @@ class ImageCache:
         return self.manifest["splits"][split]["files"][field]
 
 
-def _unusable(folder: Path, manifest, params: dict, sources: dict, class_to_idx: dict, verify: Verify,
+def _unusable(folder: Path, text: bytes, manifest, params: dict, sources: dict, class_to_idx: dict, verify: Verify,
               seed: int | None, started: float) -> str | None:  # fmt: skip
-    """Why the cache in ``folder`` cannot be reused as it is (a phrase for the log), or ``None`` if it can."""
+    """Why the cache in ``folder`` cannot be reused as it is (a phrase for the log), or ``None`` if it can;
+    ``text`` is the manifest as read, ``manifest`` the same parsed."""
     problem = manifest_problem(manifest)
     if problem is not None:
         return f"its {MANIFEST} is malformed ({problem})"
@@ -179,6 +182,9 @@ def _unusable(folder: Path, manifest, params: dict, sources: dict, class_to_idx:
     for split, files in sources.items():
         if manifest["splits"][split]["listing_digest"] != listing_digest(files):
             return f"files of the {split} split were added, removed or changed"
+    edited = digest_problem(text)  # after the checks that say more: a changed class, parameter or file
+    if edited is not None:
+        return f"its {MANIFEST} is malformed ({edited})"
     deadline = None if verify == "full" else verify_deadline(started)
     for split, entry in manifest["splits"].items():
         images, labels = folder / f"{split}.u8", folder / f"{split}.labels.npy"
@@ -220,14 +226,15 @@ def load_cache(
     started = time.perf_counter()
     remove_stale(folder.glob(".*.tmp"))
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
+        text = (folder / MANIFEST).read_bytes()
+        manifest = json.loads(text)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         if not quiet:
             log.warning("image cache %s: %s is unreadable (%s); rebuilding", folder, MANIFEST, error)
         return None
-    reason = _unusable(folder, manifest, params, sources, class_to_idx, verify, seed, started)
+    reason = _unusable(folder, text, manifest, params, sources, class_to_idx, verify, seed, started)
     if reason is not None and not quiet:
         level = logging.WARNING if "malformed" in reason or "checksum" in reason or "bytes" in reason else logging.INFO
         log.log(level, "image cache %s: %s; rebuilding", folder, reason)

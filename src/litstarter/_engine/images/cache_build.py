@@ -22,12 +22,12 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
-from ..atomic_io import write_json
+from ..atomic_io import atomic_write
 from ..errors import BadInputError
 from ..leftovers import owner_tag
 from .cache import ImageCache, MemmapImages, OnBadFile, listing_digest, load_cache
 from .listing import shown
-from .manifest import CACHE_VERSION, MANIFEST, array_checksums, as_columns, file_checksum
+from .manifest import CACHE_VERSION, MANIFEST, array_checksums, as_columns, file_checksum, manifest_text, written_digest
 from .preprocess import try_load_image
 from .splits import SourceFile
 from .stats import channel_stats
@@ -187,7 +187,9 @@ def build_cache(
             leftover.unlink(missing_ok=True)
     manifest = {"version": CACHE_VERSION, "params": params, "class_to_idx": class_to_idx, "mean": mean, "std": std,
                 "skipped": bad, "splits": splits}  # fmt: skip
-    write_json(folder / MANIFEST, manifest)  # last: only now is the folder trusted
+    text = manifest_text(manifest)
+    manifest["digest"] = written_digest(text)[1]  # as a reuse reads it back
+    atomic_write(folder / MANIFEST, lambda tmp: tmp.write_text(text))  # last: only now is the folder trusted
     log.info("built image cache %s (%d images) in %.1f s", folder, sum(s[0] for s in shapes.values()),
              time.perf_counter() - start)  # fmt: skip
     return ImageCache(folder, manifest, reused=False)

@@ -48,6 +48,8 @@ class CachedImageFolder:
         on_bad_file: ``error`` or ``skip``.
         seed: Seed for the split.
         classes: Keep these classes only, in this order; ``None``: all, sorted.
+        labels_absolute_paths: Let ``labels`` name absolute paths (files on other disks); without it every
+            path must be relative to ``root`` and stay inside it.
 
     Raises:
         UsageError: a value out of range, naming its ``data.*`` key.
@@ -67,6 +69,7 @@ class CachedImageFolder:
         on_bad_file: Literal["error", "skip"] = "error",
         seed: int = 42,
         classes: list[str | int] | None = None,
+        labels_absolute_paths: bool = False,
     ) -> None:
         _check_arguments(channels, val_fraction, test_fraction, cache_workers, cache_verify, on_bad_file)
         self.root = Path(root).expanduser()
@@ -84,7 +87,7 @@ class CachedImageFolder:
         self.on_bad_file = on_bad_file
         self.seed = seed
         # Needed at once: the CLI links class_names and channels into the model at instantiation.
-        self.layout = detect_layout(self.root, labels)
+        self.layout = detect_layout(self.root, labels, labels_absolute_paths)
         self.all_class_names = self.layout.class_names
         self.class_names = select_classes(self.all_class_names, classes, source=f"data.root '{self.root}'")
         self.channels = self._resolve_channels() if channels == "auto" else channels

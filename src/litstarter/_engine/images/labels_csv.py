@@ -1,10 +1,16 @@
 """``data.labels``: a CSV of ``path,label[,split]`` rows instead of class folders.
 
-* ``path`` is relative to ``data.root`` (so is the CSV's own path); ``label`` is a class name (``3`` is a name
-  like any other); ``split`` takes the split folder names and aliases (``train``, ``val``/``valid``/...,
-  ``test``/``testing``), in any case. Without a ``split`` column the splits come from the fractions.
-* A duplicate path is an error; so is a split whose classes differ from train's. A row whose file is missing
-  is a bad file like an unreadable image: all of them are reported together, under ``data.on_bad_file``.
+* ``path`` is relative to ``data.root`` (so is the CSV's own path) and must stay inside it once normalised
+  (``a/../b.png`` is ``b.png``; ``../x.png``, ``/etc/passwd`` and a name with a NUL byte are refused, every such
+  row named, before any file is opened). A link inside ``data.root`` may lead elsewhere, as folder links do.
+  Absolute paths are allowed only when asked for (``allow_absolute``: a CSV listing files across disks).
+* ``label`` is a class name (``3`` is a name like any other); ``split`` takes the split folder names and aliases
+  (``train``, ``val``/``valid``/..., ``test``/``testing``), in any case. Without a ``split`` column the splits
+  come from the fractions.
+* A path listed twice is an error naming both rows and their labels (so is one file under two names, found when
+  the files are listed: see :func:`same_file_error`); so is a split whose classes differ from train's. A row
+  whose file is missing is a bad file like an unreadable image: all of them are reported together, under
+  ``data.on_bad_file``.
 """
 
 from __future__ import annotations
@@ -16,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInputError, UsageError
+from .listing import shown
 from .splits import SPLIT_ALIASES, SPLIT_NAMES, canonical_split
+
+#: The option that lets a labels file name absolute paths (the refusal names it).
+ABSOLUTE_OPTION = "data.labels_absolute_paths"
+#: Rows named in full in one message; the rest are counted.
+NAMED_ROWS = 10
 
 
 @dataclass(frozen=True)
@@ -24,16 +36,24 @@ class LabelRow:
     """One row of a labels file.
 
     Args:
-        path: The file, relative to ``data.root``, normalised (``./a//b.png`` -> ``a/b.png``).
+        path: The file, relative to ``data.root``, normalised (``./a//b.png`` -> ``a/b.png``); absolute only
+            when the reader was told to allow it.
         label: The class name.
         split: ``train``/``val``/``test``, or ``None`` without a ``split`` column.
         line: The row's line number in the CSV (the header is line 1).
+        written: The path as the row spells it (``""``: as ``path``).
     """
 
     path: str
     label: str
     split: str | None
     line: int
+    written: str = ""
+
+    def describe(self) -> str:
+        """``line 3 './a.png' (label cat, split train)``: the row as written."""
+        split = f", split {self.split}" if self.split else ""
+        return f"line {self.line} '{shown(self.written or self.path)}' (label {self.label}{split})"
 
 
 def _open_rows(csv_path: Path) -> tuple[list[str], list[dict]]:
@@ -62,7 +82,7 @@ def _row(csv_path: Path, raw: dict, line: int, has_split: bool) -> LabelRow:
                 f"data.labels '{csv_path}' line {line}: split {value!r} is not one of {sorted(SPLIT_ALIASES)}"
                 " (any case)"
             )
-    return LabelRow(posixpath.normpath(path), label, split, line)
+    return LabelRow(posixpath.normpath(path), label, split, line, path)
 
 
 def _check_splits(csv_path: Path, rows: list[LabelRow]) -> None:
@@ -83,13 +103,72 @@ def _check_splits(csv_path: Path, rows: list[LabelRow]) -> None:
             )
 
 
-def read_labels(csv_path: str | Path) -> list[LabelRow]:
-    """The rows of a labels CSV, checked (columns, split names, duplicates, every split's classes).
+def _more(items: list, shown_count: int = NAMED_ROWS) -> str:
+    return f" and {len(items) - shown_count} more" if len(items) > shown_count else ""
+
+
+def outside_root(path: str, allow_absolute: bool = False) -> str | None:
+    """Why a normalised CSV ``path`` may not be opened (``absolute``, ``leaves data.root``, ``NUL byte``), or
+    ``None``. Only the spelling counts: a link inside the root may lead elsewhere, as folder links do."""
+    if "\0" in path:
+        return "NUL byte"
+    if posixpath.isabs(path):
+        return None if allow_absolute else "absolute"
+    return "leaves data.root" if path == ".." or path.startswith("../") else None
+
+
+def _check_inside(csv_path: Path, root: Path, rows: list[LabelRow], allow_absolute: bool) -> None:
+    """Refuse, all together, the rows whose path leaves the root; before any file is opened."""
+    bad = [(row, why) for row in rows if (why := outside_root(row.path, allow_absolute))]
+    if not bad:
+        return
+    listed = ", ".join(f"line {row.line} '{shown(row.written or row.path)}' ({why})" for row, why in bad[:NAMED_ROWS])
+    listed += _more(bad)
+    absolute = "allowed" if allow_absolute else f"only with {ABSOLUTE_OPTION}: true"
+    raise BadInputError(
+        f"data.labels '{csv_path}': {len(bad)} row(s) name a file outside data.root '{root}': {listed}. A path must"
+        f" be relative to data.root and stay inside it once normalised (absolute paths: {absolute}; a link inside"
+        " data.root may lead elsewhere); no listed file was opened"
+    )
+
+
+def _check_duplicates(csv_path: Path, rows: list[LabelRow]) -> None:
+    """Refuse a path listed twice (``a.png``, ``./a.png``, ``sub/../a.png``), naming every row and label."""
+    by_path: dict[str, list[LabelRow]] = defaultdict(list)
+    for row in rows:
+        by_path[row.path].append(row)
+    duplicates = [at for at in by_path.values() if len(at) > 1]
+    if duplicates:
+        listed = "; ".join(" and ".join(row.describe() for row in at) for at in duplicates[:NAMED_ROWS])
+        raise BadInputError(
+            f"data.labels '{csv_path}' lists {len(duplicates)} path(s) twice (spellings are normalised:"
+            f" ./a.png and sub/../a.png are a.png): {listed}{_more(duplicates)}; list each file once, with one label"
+        )
+
+
+def same_file_error(csv_path: Path, pairs: list[tuple[LabelRow, LabelRow]]) -> BadInputError:
+    """The error for rows whose different paths are one file (a link to another listed file, an absolute and a
+    relative path, a hard link): every pair named with its labels."""
+    listed = "; ".join(f"{a.describe()} and {b.describe()}" for a, b in pairs[:NAMED_ROWS])
+    return BadInputError(
+        f"data.labels '{csv_path}' names {len(pairs)} file(s) twice under different paths (a link, a hard link or"
+        f" an absolute path to a listed file): {listed}{_more(pairs)}; list each file once, with one label"
+    )
+
+
+def read_labels(csv_path: str | Path, root: str | Path | None = None, allow_absolute: bool = False) -> list[LabelRow]:
+    """The rows of a labels CSV, checked (columns, split names, paths inside the root, duplicates, every
+    split's classes). Nothing but the CSV is opened.
+
+    Args:
+        csv_path: The CSV.
+        root: ``data.root``, that the paths are relative to (for the messages); ``None``: the CSV's folder.
+        allow_absolute: Accept absolute paths (files on other disks); relative ones must still stay inside.
 
     Raises:
         UsageError: the CSV does not exist.
-        BadInputError: a column is missing, a cell is empty, a split name is unknown, a path is listed twice,
-            or a split's classes differ from train's.
+        BadInputError: a column is missing, a cell is empty, a split name is unknown, a path leaves the root,
+            a path is listed twice, or a split's classes differ from train's.
     """
     csv_path = Path(csv_path)
     columns, raw_rows = _open_rows(csv_path)
@@ -102,14 +181,8 @@ def read_labels(csv_path: str | Path) -> list[LabelRow]:
     rows = [_row(csv_path, raw, line, has_split) for line, raw in enumerate(raw_rows, start=2)]
     if not rows:
         raise BadInputError(f"data.labels '{csv_path}' has a header but no rows")
-    lines: dict[str, list[int]] = defaultdict(list)
-    for row in rows:
-        lines[row.path].append(row.line)
-    duplicates = {path: at for path, at in lines.items() if len(at) > 1}
-    if duplicates:
-        listed = "; ".join(f"{path} (lines {', '.join(map(str, at))})" for path, at in list(duplicates.items())[:10])
-        more = f" and {len(duplicates) - 10} more" if len(duplicates) > 10 else ""
-        raise BadInputError(f"data.labels '{csv_path}' lists {len(duplicates)} path(s) twice: {listed}{more}")
+    _check_inside(csv_path, Path(root) if root is not None else csv_path.parent, rows, allow_absolute)
+    _check_duplicates(csv_path, rows)
     if has_split:
         _check_splits(csv_path, rows)
     return rows

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import BadInputError, UsageError
-from .labels_csv import LabelRow, read_labels
+from .labels_csv import LabelRow, read_labels, same_file_error
 from .listing import Found, Walker, shown
 from .preprocess import IMAGE_EXTENSIONS, is_image_file
 from .splits import (
@@ -77,7 +77,9 @@ class Layout:
             names = ",".join(self.split_dirs[s] for s in SPLIT_NAMES if s in self.split_dirs)
             return f"{root}/{{{names}}}/<class>/<image>"
         has_split = any(row.split for row in self.rows)
-        return f"labels file {self.labels} (path,label{',split' if has_split else ''}; paths under {root})"
+        absolute = sum(os.path.isabs(row.path) for row in self.rows)
+        where = f"paths under {root}" + (f", {absolute} absolute" if absolute else "")
+        return f"labels file {self.labels} (path,label{',split' if has_split else ''}; {where})"
 
 
 def _visible_dirs(folder: Path) -> list[Path]:
@@ -96,8 +98,13 @@ def _class_names(folders: list[Path]) -> list[str]:
     return [d.name for d in folders]
 
 
-def detect_layout(root: str | os.PathLike, labels: str | os.PathLike | None = None) -> Layout:
+def detect_layout(
+    root: str | os.PathLike, labels: str | os.PathLike | None = None, labels_absolute_paths: bool = False
+) -> Layout:
     """The :class:`Layout` of ``root`` from its folder names (or the labels file): cheap, no file listing.
+
+    ``labels_absolute_paths`` lets the labels file name absolute paths (see
+    :mod:`litstarter._engine.images.labels_csv`); a relative path must stay inside ``root`` either way.
 
     Raises:
         UsageError: ``root`` (or the labels file) does not exist.
@@ -109,7 +116,7 @@ def detect_layout(root: str | os.PathLike, labels: str | os.PathLike | None = No
         raise UsageError(f"data.root '{root}' {what}; {expected_layout(root)}")
     if labels is not None:
         csv_path = root / labels
-        rows = read_labels(csv_path)
+        rows = read_labels(csv_path, root, allow_absolute=labels_absolute_paths)
         train_labels = {row.label for row in rows if row.split in (None, "train")}
         return Layout("labels", sorted(train_labels), labels=csv_path, rows=tuple(rows))
     dirs = _visible_dirs(root)
@@ -217,8 +224,17 @@ def _labels_listing(root: Path, layout: Layout, val_fraction: float, test_fracti
     walker = Walker(root)
     index = {name: i for i, name in enumerate(layout.class_names)}
     by_split: dict[str, dict[int, list[Found]]] = defaultdict(lambda: defaultdict(list))
+    first_row: dict[Path, LabelRow] = {}
+    twice: list[tuple[LabelRow, LabelRow]] = []
     for row in layout.rows:
-        by_split[row.split or "train"][index[row.label]].extend(walker.named(root / row.path))
+        found = walker.named(root / row.path)
+        if found:
+            first_row.setdefault(found[0].path, row)
+        else:  # the file another row named, under another path (a link, an absolute path): which label is it?
+            twice.append((first_row[walker.duplicates[-1][1]], row))
+        by_split[row.split or "train"][index[row.label]].extend(found)
+    if twice:
+        raise same_file_error(layout.labels, twice)
     csv_name = layout.labels.name
     if not any(row.split for row in layout.rows):
         parts = carve(by_split["train"], layout.class_names, val_fraction, test_fraction, seed, csv_name)

@@ -104,6 +104,16 @@ class Walker:
         real = os.path.realpath(path)
         return real == self._top_real or real.startswith(self._top_real.rstrip(os.sep) + os.sep)
 
+    def under(self, top: str | os.PathLike) -> Walker:
+        """A walker for another folder of the same inputs (``infer --input a/ b/ a/x.png``): links are judged
+        against ``top``, and what this walker (or another from it) listed is not listed again."""
+        return Walker(top, _seen_dirs=self._seen_dirs, _seen_files=self._seen_files)
+
+    def listed(self, folder: str | os.PathLike) -> bool:
+        """Whether ``folder`` was listed already (given twice, or inside a folder listed before)."""
+        stat = os.stat(folder)
+        return (stat.st_dev, stat.st_ino) in self._seen_dirs
+
     def files(self, folder: str | os.PathLike, keep: Callable[[str], bool] = lambda name: True) -> list[Found]:
         """Visible files under ``folder`` whose name passes ``keep``, sorted by path, walked recursively."""
         found: list[Found] = []
@@ -183,7 +193,7 @@ class Walker:
                 f" to a folder already listed ({first}{more}): each folder is listed once, where it really is"
             )
         if self.duplicates:
-            first = ", ".join(f"{shown(p)} (= {shown(q)})" for p, q in self.duplicates[:3])
+            first = ", ".join(f"{shown(p)} ({'again' if p == q else f'= {shown(q)}'})" for p, q in self.duplicates[:3])
             more = f" and {len(self.duplicates) - 3} more" if len(self.duplicates) > 3 else ""
             parts.append(f"counted {len(self.duplicates)} file(s) once that another name already lists: {first}{more}")
         return "; ".join(parts)

@@ -53,9 +53,13 @@ class SourceFile:
 
 
 def source_file(root: Path, found: Found, label: int) -> SourceFile:
-    """A :class:`SourceFile` relative to ``root`` (a file outside ``root`` keeps a ``../`` path)."""
+    """A :class:`SourceFile` relative to ``root`` (a file named by an absolute path outside ``root`` keeps it:
+    ``root / path`` is then that path, whatever links ``root`` goes through)."""
     path, top = os.fspath(found.path), os.fspath(root).rstrip(os.sep) + os.sep
-    rel = path[len(top) :] if path.startswith(top) else os.path.relpath(path, root)  # a prefix cut is ~10x cheaper
+    if path.startswith(top):
+        rel = path[len(top) :]  # a prefix cut is ~10x cheaper than relpath
+    else:
+        rel = path if os.path.isabs(path) else os.path.relpath(path, root)
     return SourceFile(rel.replace(os.sep, "/"), label, found.size, found.mtime_ns, found.ctime_ns, found.inode)
 
 

@@ -131,7 +131,7 @@ def open_model(
             threads share the cores with HTTP parsing and decoding, and spinning took 1.47x batching down to 1.29x.
 
     Raises:
-        FileNotFoundError: If ``path`` does not exist.
+        UsageError: If ``path`` does not exist or may not be read (a permission, not a corrupt file).
         ValueError: (``CheckpointError``, ``ContractError``) for a refused, mismatched or undescribed model.
         UntrustedModelError: For a model that could run code when loaded, without ``trust_model``.
     """
@@ -139,6 +139,7 @@ def open_model(
     if not path.is_file():
         raise UsageError(f"model not found: {path}")
     kind = kind or kind_of(path)
+    check_readable(path)
     if kind == "torchscript":
         require_trust(path, "a TorchScript archive is a program that torch.jit.load compiles and runs", trust_model)
     if kind == "exported":
@@ -153,6 +154,25 @@ def open_model(
         backend = loader[kind](path, contract, num_threads, trust_model)
     check_contract_fits(backend)
     return backend
+
+
+def check_readable(path: Path) -> None:
+    """Refuse a model file this process may not read as the permission problem it is, before a runtime calls it
+    corrupt (ONNX Runtime and torch.jit report an unopenable file as one they cannot parse).
+
+    Raises:
+        UsageError: Naming the file, its mode and owner.
+    """
+    try:
+        with open(path, "rb"):
+            pass
+    except PermissionError:
+        info = path.stat()
+        raise UsageError(
+            f"cannot read the model file {path}: permission denied (mode {info.st_mode & 0o777:03o}, owner uid"
+            f" {info.st_uid}). The file is not corrupt: give this user read permission (chmod u+r, or a+r) or run"
+            " as one who has it"
+        ) from None
 
 
 @contextlib.contextmanager

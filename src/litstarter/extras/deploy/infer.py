@@ -41,36 +41,54 @@ class Prediction:
 
 
 def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int, list[str]]:
-    """Expand files and folders (recursively, sorted) into input files.
+    """Expand files and folders (recursively, sorted) into input files, each real file once.
 
     Returns the files, the hidden files and folders skipped, and notes on folder links not followed and files
-    met twice (see ``_engine/images/listing.py``: each real folder and file once). Every visible file is an input,
-    whatever its extension or name, and so is a dangling link or a link loop: one that can't be read gets a
-    row with the reason rather than being dropped. Hidden files and folders (``.DS_Store``,
+    met twice (see ``_engine/images/listing.py``: each real folder and file once, across all of ``paths``: a file
+    given again, by name or inside a folder given too, keeps the first name it was met by). Every visible file is
+    an input, whatever its extension or name, and so is a dangling link or a link loop: one that can't be read
+    gets a row with the reason rather than being dropped. Hidden files and folders (``.DS_Store``,
     ``.ipynb_checkpoints/``) are skipped and counted.
 
     Raises:
-        FileNotFoundError: If a path does not exist.
-        ValueError: If a folder holds no visible files.
+        UsageError: If a path does not exist, or a folder holds no visible files.
     """
     files: list[Path] = []
     hidden = 0
     notes = []
+    named = Walker(Path.cwd())  # what every folder's walker and every named file share: what was listed
+    again: list[str] = []
+    unreadable: set[str] = set()  # files without an inode to tell them by (a dangling link): by their path
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            walker = Walker(path)
+            walker = named.under(path)
+            if walker.listed(path):
+                again.append(shown(path))
+                continue
             found = walker.files(path)
             hidden += walker.hidden
             if walker.report():
                 notes.append(f"{shown(path)}: {walker.report()}")
-            if not found:
+            if not found and not walker.duplicates:
                 raise UsageError(f"--input folder {shown(path)} holds no (visible) files")
             files.extend(f.path for f in found)
+            unreadable.update(os.path.abspath(f.path) for f in found if f.problem)
         elif os.path.lexists(path):  # a file, or a dangling link / link loop reported in its row
-            files.append(path)
+            for f in named.named(path):
+                if f.problem and os.path.abspath(f.path) in unreadable:
+                    again.append(shown(path))
+                    continue
+                if f.problem:
+                    unreadable.add(os.path.abspath(f.path))
+                files.append(f.path)
         else:
             raise UsageError(f"--input not found: {shown(path)}")
+    if named.report():
+        notes.append(f"--input: {named.report()}")
+    if again:
+        again_names = ", ".join(again)
+        notes.append(f"listed once what was given again (or a folder inside another --input folder): {again_names}")
     return files, hidden, notes
 
 

@@ -10,7 +10,8 @@ decoded twice and there is no second copy.
 
 It reports the layout, images per class and split, the train split's imbalance ratio, image sizes (min,
 median, max) and modes, every bad file, every image found in more than one split (byte-identical files:
-a test score over them is not held-out), and the settings that follow from those figures.
+a test score over them is not held-out), and the settings that follow from those figures. What ``fit`` would
+refuse (a single class) is warned about on stderr; the report is still made and the exit status is 0.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import statistics
+import sys
 from collections import Counter
 
 from litstarter._engine.images.cache import ImageCache
@@ -45,6 +47,8 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
         [v for split in cache.splits for v in cache.column(split, key)] for key in ("width", "height", "mode")
     )
     leaks = find_leaks(cache)
+    largest = [name for name, n in zip(names, train, strict=True) if n == max(train)]
+    smallest = [name for name, n in zip(names, train, strict=True) if n == min(train)]
     return {
         "root": str(folder.root),
         "layout": listing.layout,
@@ -56,8 +60,11 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
         "images": {split: {names[i]: counts[split][i] for i in range(len(names))} for split in cache.splits},
         "split_sizes": {split: len(cache.column(split, "path")) for split in cache.splits},
         "imbalance_ratio": round(max(train) / min(train), 2) if min(train) > 0 else None,
-        "largest_class": names[train.index(max(train))],
-        "smallest_class": names[train.index(min(train))],
+        "largest_class": largest[0],
+        "smallest_class": smallest[0],
+        "largest_classes": largest,
+        "smallest_classes": smallest,
+        "warnings": _warnings(folder),
         "sizes": {"width": _spread(widths), "height": _spread(heights)},
         "modes": dict(Counter(modes).most_common()),
         "bad_files": cache.skipped,
@@ -66,15 +73,36 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
     }
 
 
+def _warnings(folder: CachedImageFolder) -> list[str]:
+    """What ``fit`` would refuse or regret about the folder, though a report can still be made of it."""
+    names = folder.class_names
+    if len(names) < 2:
+        return [
+            f"'{folder.root}' has {len(names)} class {names}: fit refuses it, a classifier needs at least 2 (one folder"
+            " per class, each holding that class's images)"
+        ]
+    return []
+
+
+def imbalance(report: dict) -> str:
+    """The train split's imbalance in words: ``6.0:1 (cat / dog)``, ties named together (``2.5:1 (a, b / c)``),
+    ``none (every class has 5)``."""
+    ratio, images = report["imbalance_ratio"], report["images"]["train"]
+    if not ratio:
+        return "a class has no train images"
+    if len(report["classes"]) < 2:
+        return f"one class only ({report['classes'][0]})"
+    if len(report["smallest_classes"]) == len(report["classes"]):
+        return f"none, balanced (every class has {images[report['classes'][0]]})"
+    return f"{ratio}:1 ({', '.join(report['largest_classes'])} / {', '.join(report['smallest_classes'])})"
+
+
 def suggest(report: dict, folder: CachedImageFolder, sampler: str, class_weights: object) -> list[dict]:
     """Settings that follow from the figures: ``[{"option", "value", "why"}]``."""
     found = []
     ratio = report["imbalance_ratio"]
     if ratio and ratio > IMBALANCE_LIMIT and sampler == "none" and class_weights is None:
-        why = (
-            f"the train split is imbalanced {ratio}:1 ({report['largest_class']} vs {report['smallest_class']});"
-            " or set model.class_weights: auto"
-        )
+        why = f"the train split is imbalanced {imbalance(report)}; or set model.class_weights: auto"
         found.append({"option": "data.sampler", "value": "balanced", "why": why})
     if report["modes"] and set(report["modes"]) <= GREY_MODES and folder.channels != 1:
         found.append({"option": "data.channels", "value": 1, "why": "every image is greyscale"})
@@ -105,12 +133,7 @@ def render(report: dict) -> str:
     for name in report["classes"]:
         lines.append(f"{name:<{width}}" + "".join(f"{report['images'][s][name]:>8}" for s in splits))
     lines.append(f"{'total':<{width}}" + "".join(f"{report['split_sizes'][s]:>8}" for s in splits))
-    ratio = report["imbalance_ratio"]
-    lines.append(
-        f"imbalance (train): {ratio}:1 ({report['largest_class']} / {report['smallest_class']})"
-        if ratio
-        else "imbalance (train): a class has no train images"
-    )
+    lines.append(f"imbalance (train): {imbalance(report)}")
     w, h = report["sizes"]["width"], report["sizes"]["height"]
     if w:
         lines.append(
@@ -163,4 +186,6 @@ def main(argv: list[str]) -> int:
     report = summarize(folder, listing, cache)
     report["suggestions"] = suggest(report, folder, loader_setting(config, "sampler"), config.model.class_weights)
     print(json.dumps(report, indent=2) if as_json else render(report))
+    for warning in report["warnings"]:
+        print(f"litstarter inspect: warning: {warning}", file=sys.stderr)
     return 0

@@ -10,6 +10,8 @@ import pytest
 
 from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.cache import MANIFEST
+from litstarter._engine.images.folder import CachedImageFolder
+from litstarter._engine.images.labels_csv import ABSOLUTE_OPTION
 from litstarter.data import ImageFolderDataModule
 from tests.helpers import make_image_folder
 
@@ -75,7 +77,8 @@ def test_missing_files_are_bad_files_listed_together(pool: Path, tmp_path: Path)
 @pytest.mark.parametrize(
     ("header", "rows", "message"),
     [
-        ("path,label", ["img/10/000.png,10", "img/10//000.png,10", "img/2/000.png,2"], r"1 path\(s\) twice: img/10"),
+        ("path,label", ["img/10/000.png,10", "img/10//000.png,10", "img/2/000.png,2"],
+         r"1 path\(s\) twice .*line 2 'img/10/000.png' \(label 10\) and line 3 'img/10//000.png' \(label 10\)"),
         ("file,class", ["img/10/000.png,10"], r"columns \['file', 'class'\]; expected a header with path,label"),
         ("path,label,split", ["img/10/000.png,10,holdout"], r"line 2: split 'holdout' is not one of"),
         ("path,label,split", ["img/10/000.png,10,train", "img/2/000.png,2,val"],
@@ -95,3 +98,31 @@ def test_bad_labels_files_are_one_sentence_naming_the_file(pool, tmp_path, heade
 def test_a_labels_file_that_does_not_exist_is_a_usage_error(pool: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"data.labels '.*nope.csv' does not exist"):
         ImageFolderDataModule(str(pool), labels="nope.csv", cache_dir=str(tmp_path))
+
+
+def test_absolute_paths_are_read_only_when_asked_for_and_relative_ones_still_stay_inside(pool, tmp_path) -> None:
+    """A CSV listing files across disks: refused by default (naming the option), read with
+    ``labels_absolute_paths``, the files cached under their absolute path; ``..`` stays refused, and an absolute
+    spelling of a listed file is that file twice."""
+    disk = make_image_folder(tmp_path / "other_disk", {"10": 2, "2": 2}, seed=1)
+    rows = [f"img/{c}/00{i}.png,{c}" for c in ("10", "2") for i in range(6)]
+    rows += [f"{disk / c / f'00{i}.png'},{c}" for c in ("10", "2") for i in range(2)]
+    write_csv(pool / "labels.csv", rows, "path,label")
+    with pytest.raises(BadInputError, match=r"4 row\(s\) name a file outside data.root .* \(absolute\)") as info:
+        CachedImageFolder(pool, "labels.csv", cache_dir=tmp_path / "cache")
+    assert f"line 14 '{disk}/10/000.png'" in str(info.value) and f"{ABSOLUTE_OPTION}: true" in str(info.value)
+
+    folder = CachedImageFolder(pool, "labels.csv", image_size=16, cache_dir=tmp_path / "cache",
+                               val_fraction=0.25, test_fraction=0.0, labels_absolute_paths=True)  # fmt: skip
+    listing = folder.listing()
+    assert f"paths under {pool}, 4 absolute" in listing.layout
+    cache = folder.load_or_build(listing)
+    cached = [p for split in cache.splits for p in cache.column(split, "path")]
+    assert len(cached) == 16 and sum(p.startswith(f"{disk}/") for p in cached) == 4
+
+    twice = r"line 13 'img/2/005.png' \(label 2\) and line 18 '.*/img/2/005.png' \(label 10\)"
+    for extra, said in [("../escape.png,10", r"line 18 '../escape.png' \(leaves data.root\)"),
+                        (f"{pool}/img/2/005.png,10", twice)]:  # fmt: skip
+        write_csv(pool / "labels.csv", [*rows, extra], "path,label")
+        with pytest.raises(BadInputError, match=said):
+            CachedImageFolder(pool, "labels.csv", cache_dir=tmp_path / "cache", labels_absolute_paths=True).listing()

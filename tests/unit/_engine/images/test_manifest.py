@@ -219,3 +219,32 @@ def test_every_fit_warns_about_images_in_more_than_one_split(tmp_path: Path) -> 
         dm.prepare_data()
     message = str(record[0].message)
     assert "train/a/000.png = val/b/copy_0.png" in message and "and 1 more" in message
+
+
+def first_sha256(m: dict) -> tuple[str, str]:
+    sha = m["splits"]["train"]["files"]["sha256"][0]
+    return f'"{sha}"', f'"{sha[::-1]}"'
+
+
+@pytest.mark.parametrize(
+    ("edit", "logged"),
+    [
+        (first_sha256, "its digest does not match its contents"),
+        (lambda m: ('"digest": "', '"digested": "'), "it has no digest of itself"),
+        (lambda m: (f'"std": [\n    {m["std"][0]!r}', f'"std": [\n    {-m["std"][0]!r}'),
+         "std should be a list of 3 numbers in [1e-09, 1]"),
+    ],
+    ids=["file-record", "no-digest", "negative-std"],
+)  # fmt: skip
+def test_a_value_edited_in_the_manifests_text_means_rebuild(built, edit, logged: str, caplog) -> None:
+    """Edited in place, as an editor would: a file record that only inspect reads, the digest itself, a std."""
+    path = built.folder.cache_folder() / MANIFEST
+    text = path.read_text()
+    old, new = edit(json.loads(text))
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    with caplog.at_level(logging.INFO, logger="litstarter"):
+        assert reload(built) is None
+    assert any(logged in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records), caplog.text
+    path.write_text(text)
+    assert reload(built) is not None  # the text as written is trusted
