@@ -251,3 +251,39 @@ def test_config_mistakes_are_one_line_naming_the_key_or_file_with_the_nearest_op
     for result, named in zip(results, expected, strict=True):
         assert_refused(result, 2, *named)
         assert "usage:" not in result["stderr"], result["stderr"][-3000:]
+
+
+def test_a_run_name_that_climbs_a_logger_less_fit_a_bare_pickle_and_fits_failing_before_training(tmp_path: Path):
+    """A logger name with '..' is refused (nothing lands outside save_dir); ``--trainer.logger false`` drops the
+    learning-rate monitor and fits; a bare pickle as --ckpt_path is named as such; fits that fail before their first
+    step (a refused init_from, one class, a bad image) leave no run folder, though setup wrote config.yaml."""
+    import pickle
+
+    runs = tmp_path / "runs"
+    with open(tmp_path / "bare.ckpt", "wb") as f:
+        pickle.dump({"state_dict": {}}, f, protocol=2)
+    (tmp_path / "notes.pt").write_text("not weights\n")
+    one_class = make_image_folder(tmp_path / "one_class", {"cats": 6})
+    bad = make_image_folder(tmp_path / "bad", {"a": 5, "b": 5})
+    (bad / "a" / "broken.png").write_bytes(b"\x89PNG not really")
+    folder = ["--config", str(CONFIGS / "data" / "image_folder.yaml"), "--data.init_args.image_size=8"]
+    failed = "--trainer.logger.init_args.name=failed"
+    cases = [
+        fit_args(runs, "--trainer.logger.init_args.name=../../escape"),
+        fit_args(runs, "--trainer.logger=false", "--test_after_fit=false"),
+        fit_args(runs, f"--ckpt_path={tmp_path / 'bare.ckpt'}"),
+        fit_args(runs, failed, f"--model.init_from={tmp_path / 'notes.pt'}"),
+        fit_args(runs, failed, *folder, f"--data.root={one_class}"),
+        fit_args(runs, failed, *folder, f"--data.root={bad}", f"--data.init_args.cache_dir={tmp_path / 'cache'}"),
+    ]
+    results = run_cases(tmp_path, [{"argv": argv} for argv in cases])
+
+    assert_refused(results[0], 2, "trainer.logger.init_args.name", "'../../escape'", "save_dir")
+    assert not list(tmp_path.parent.glob("escape")) and not list(tmp_path.glob("escape"))
+    assert results[1]["code"] == 0, results[1]["stderr"][-3000:]
+    assert "LearningRateMonitor dropped" in results[1]["stderr"]
+    assert_refused(results[2], 1, "bare.ckpt", "plain pickle")
+    assert_refused(results[3], 1, "notes.pt")
+    assert_refused(results[4], 2, "1 class", "cats")
+    assert_refused(results[5], 1, "broken.png")
+    assert not (runs / "failed").exists() or not any((runs / "failed").iterdir()), list((runs / "failed").rglob("*"))

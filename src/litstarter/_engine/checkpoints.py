@@ -40,6 +40,7 @@ def load_torch_file(path: str | os.PathLike, mmap: bool = False) -> object:
         head = f.read(2)
     if not zipfile.is_zipfile(path) and head[:1] != b"\x80":  # neither torch's zip format nor a legacy pickle
         raise CheckpointError(f"cannot read {path} as a torch file: it is neither a torch archive nor a pickle")
+    mmap = mmap and zipfile.is_zipfile(path)  # a legacy (non-zip) file cannot be mapped: read it, still weights-only
     try:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:
@@ -49,6 +50,11 @@ def load_torch_file(path: str | os.PathLike, mmap: bool = False) -> object:
             " re-save the weights you trust as a plain state_dict."
         ) from None
     except (RuntimeError, EOFError, OSError) as err:
+        if "magic number" in str(err):  # a pickle, but not one torch.save wrote
+            raise CheckpointError(
+                f"cannot read {path} as a torch file: it is a plain pickle (pickle.dump), not what torch.save writes;"
+                " a checkpoint comes from Lightning's ModelCheckpoint or torch.save"
+            ) from None
         raise CheckpointError(f"cannot read {path} as a torch file: {err}") from None
 
 

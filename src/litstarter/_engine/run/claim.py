@@ -19,6 +19,7 @@ Only one process of a run claims:
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from ..errors import UsageError
@@ -112,15 +113,21 @@ def claim_run_directory(config) -> Path | None:
     return claimed
 
 
-def end_claim() -> None:
+def end_claim(failed_before_training: bool = False) -> None:
     """After the run: stop handing the folder to new processes, and remove it if it is still empty (the run
-    stopped before writing anything), so a failed run leaves no empty ``version_<n>`` behind."""
+    stopped before writing anything), so a failed run leaves no empty ``version_<n>`` behind; with
+    ``failed_before_training`` (a refused ``init_from``, a one-class folder, bad files), also when all it holds is
+    what setup wrote (``config.yaml``, an empty ``checkpoints/``, a first event file): no checkpoint, no metrics."""
     global _claimed_here
     claimed, _claimed_here = _claimed_here, None
     if claimed is None:
         return
     if os.environ.get(CLAIM_ENV) == str(claimed):
         del os.environ[CLAIM_ENV]
+    kept = ("*.ckpt", "metrics.json")
+    if failed_before_training and claimed.is_dir() and not any(any(claimed.rglob(p)) for p in kept):
+        shutil.rmtree(claimed, ignore_errors=True)
+        return
     try:
         claimed.rmdir()  # only succeeds while empty
     except OSError:

@@ -55,14 +55,17 @@ class RunCLI(LightningCLI):
     def __init__(self, *args, run_dir: str | Path | None = None, **kwargs) -> None:
         self.run_dir = Path(run_dir) if run_dir else None
         register_config_types()
+        failed = True
         try:
             super().__init__(*args, **kwargs)
+            failed = False
         except ArgumentError as err:
             given = kwargs.get("args")
             given = sys.argv[1:] if given is None else list(given)
             raise UsageError(sentence(str(err), self._known_keys(given), given)) from None
-        finally:
-            end_claim()  # a run that stopped before writing leaves no empty version folder
+        finally:  # a run that failed before its first step leaves no version folder behind
+            stepped = getattr(getattr(self, "trainer", None), "global_step", 0) > 0
+            end_claim(failed_before_training=failed and not stepped)
 
     def init_parser(self, **kwargs) -> LightningArgumentParser:
         """LightningCLI's parser (each subcommand's too), raising its refusals for a one-line sentence, and without

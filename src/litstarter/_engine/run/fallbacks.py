@@ -1,6 +1,6 @@
 """Presets that cannot run as written on this machine, adjusted in the parsed config with a log line, before
 anything is built: SyncBatchNorm on CPU processes, bf16 on a GPU without it, a progress bar callback beside
-``enable_progress_bar: false``."""
+``enable_progress_bar: false``, a learning-rate monitor beside ``logger: false``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ def apply_fallbacks(config) -> None:
     fall_back_to_fp16_without_bf16(config)
     turn_off_sync_batchnorm_on_cpu(config)
     drop_progress_bar_when_disabled(config)
+    drop_lr_monitor_without_logger(config)
 
 
 def fall_back_to_fp16_without_bf16(config) -> None:
@@ -65,6 +66,21 @@ def drop_progress_bar_when_disabled(config) -> None:
         return
     kept = [c for c in trainer.callbacks if not str(_class_path(c)).endswith("ProgressBar")]
     if len(kept) != len(trainer.callbacks):
+        trainer.callbacks = kept
+
+
+def drop_lr_monitor_without_logger(config) -> None:
+    """``--trainer.logger false`` removes the ``LearningRateMonitor`` the default config lists, with a log line.
+
+    Lightning refuses the monitor without a logger, and only once setup and the sanity check are done; there is
+    nowhere to write the learning rate, so the flag the user typed wins.
+    """
+    trainer = config.get("trainer") or {}
+    if trainer.get("logger") not in (False, None, []) or not trainer.get("callbacks"):
+        return
+    kept = [c for c in trainer.callbacks if not str(_class_path(c)).endswith("LearningRateMonitor")]
+    if len(kept) != len(trainer.callbacks):
+        log.info("trainer.logger is false: LearningRateMonitor dropped (it has no logger to write to)")
         trainer.callbacks = kept
 
 

@@ -52,7 +52,8 @@ def point_file_loggers_at(entries: list, run_dir: Path) -> None:
 
 
 def check_loggers(config) -> None:
-    """Before anything is created: MLflow, if selected, is installed, and the first logger owns a folder.
+    """Before anything is created: a file logger's ``name`` and ``version`` stay one folder under its ``save_dir``,
+    MLflow, if selected, is installed, and the first logger owns a folder.
 
     Raises:
         UsageError: One line naming what to fix.
@@ -60,6 +61,15 @@ def check_loggers(config) -> None:
     entries = logger_entries(config)
     if any(kind(e) == MLFLOW for e in entries) and importlib.util.find_spec("mlflow") is None:
         raise UsageError(f"trainer.logger selects MLFlowLogger, but mlflow is not installed: {MLFLOW_INSTALL}")
+    for index, entry in enumerate(entries):
+        for key in ("name", "version"):
+            value = entry.init_args.get(key) if kind(entry) in FILE_LOGGERS else None
+            if isinstance(value, str) and ("/" in value or "\\" in value or value in (".", "..")):
+                where = "trainer.logger" + (f"[{index}]" if len(entries) > 1 else "") + f".init_args.{key}"
+                raise UsageError(
+                    f"{where} is {value!r}: it is one folder name under save_dir (no '/' or '..'); to write the run"
+                    " elsewhere, set trainer.logger.init_args.save_dir"
+                )
     if entries and kind(entries[0]) == MLFLOW or len(entries) > 1 and kind(entries[0]) not in FILE_LOGGERS:
         raise UsageError(
             f"trainer.logger: the first logger is a {kind(entries[0])}; put a TensorBoardLogger or CSVLogger first, "
