@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 import litstarter
+from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.atomic_io import atomic_write, write_json
 from litstarter._engine.errors import UsageError, run_reporting
 from litstarter.extras.deploy.backends import open_model
@@ -217,7 +218,7 @@ def export_checkpoint(
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``litstarter export`` argument parser."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="litstarter export",
         description="Export a checkpoint to verified deployment artifacts, with a model.json input contract.",
     )

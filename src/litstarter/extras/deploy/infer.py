@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.atomic_io import atomic_write, unwritable_reason
 from litstarter._engine.errors import UsageError, run_reporting
 from litstarter._engine.images.listing import Walker, file_problem, shown
@@ -196,7 +197,7 @@ def write_predictions(path: str | os.PathLike, predictions: Sequence[Prediction]
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``litstarter infer`` argument parser."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="litstarter infer",
         description="Classify image files with a checkpoint or an exported model; one CSV row per file.",
     )

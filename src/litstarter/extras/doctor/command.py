@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass, field
 
 # Standard library only: the report must still print when torch or Lightning cannot be imported.
+from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.cores import auto_num_workers, available_cores
 
 PACKAGES = ["torch", "torchvision", "lightning", "torchmetrics"]
@@ -180,7 +181,7 @@ def run(out=sys.stdout) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``litstarter doctor``: print the report and return the exit code."""
-    argparse.ArgumentParser(
+    ArgumentParser(
         prog="litstarter doctor", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     ).parse_args(argv)
     return run()

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.cores import available_cores
 from litstarter._engine.errors import BadInputError, UsageError
 from litstarter.extras.deploy.backends import Backend, open_model
@@ -60,7 +61,7 @@ TUNING = [
 def build_parser() -> argparse.ArgumentParser:
     """The ``litstarter serve`` argument parser."""
     d = ServeOptions()
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="litstarter serve",
         description="Serve a checkpoint or an exported model over HTTP: POST /predict, GET /health, /info, /stats.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

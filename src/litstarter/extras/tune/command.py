@@ -24,6 +24,7 @@ import optuna
 import yaml
 from jsonargparse import Namespace
 
+from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.errors import UsageError, want_traceback
 from litstarter._engine.run.folder import MLFLOW, check_loggers
 from litstarter._engine.run.tracking import check_mlflow_settings
@@ -44,7 +45,7 @@ REFUSED = ("--ckpt_path", "--print_config")  # every trial starts from scratch, 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str], dict[str, Any]]:
     """Tune's own options, and the rest as ``--key=value`` overrides for every fit (list and as a dict)."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="litstarter tune",
         description="Search hyperparameters with Optuna: each trial is a `litstarter fit` in its own run directory.",
         epilog="Other --key=value arguments (e.g. --trainer.max_epochs=5) are passed on to every trial's fit.",
