@@ -9,7 +9,7 @@ from litstarter._engine.errors import UsageError
 
 
 def parser() -> ArgumentParser:
-    p = ArgumentParser(prog="litstarter infer")
+    p = ArgumentParser(prog="litstarter report")
     p.add_argument("--model", required=True)
     p.add_argument("--topk", type=int, default=1)
     return p
@@ -20,7 +20,7 @@ def parser() -> ArgumentParser:
     [
         (["--mod", "m.onnx"], "--mod: no such option (did you mean --model?)"),  # a prefix, argparse would take it
         (["--model", "m.onnx", "--topkk", "3"], "--topkk: no such option (did you mean --topk?)"),
-        (["--model", "m.onnx", "--zzz"], "--zzz: no such option (litstarter infer --help lists them)"),
+        (["--model", "m.onnx", "--zzz"], "--zzz: no such option (litstarter report --help lists them)"),
         (["--model", "m.onnx", "--topk", "many"], "argument --topk: invalid int value: 'many'"),
         ([], "the following arguments are required: --model"),
     ],

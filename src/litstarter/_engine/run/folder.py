@@ -63,7 +63,8 @@ def check_loggers(config) -> None:
         raise UsageError(f"trainer.logger selects MLFlowLogger, but mlflow is not installed: {MLFLOW_INSTALL}")
     for index, entry in enumerate(entries):
         for key in ("name", "version"):
-            value = entry.init_args.get(key) if kind(entry) in FILE_LOGGERS else None
+            init_args = getattr(entry, "init_args", None) or {}
+            value = init_args.get(key) if kind(entry) in FILE_LOGGERS else None
             if isinstance(value, str) and ("/" in value or "\\" in value or value in (".", "..")):
                 where = "trainer.logger" + (f"[{index}]" if len(entries) > 1 else "") + f".init_args.{key}"
                 raise UsageError(
