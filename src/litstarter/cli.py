@@ -2,7 +2,7 @@
 
 The run handling every subcommand gets (safe checkpoint reading, run folders, the checks before a run) is the
 engine's :class:`~litstarter._engine.run.cli.RunCLI`; this file adds what is ours: the facts linked from the data
-into the model, and testing the best checkpoint after ``fit``.
+into the model, and testing the best checkpoint after ``fit``, beside a linear baseline.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.cli import LightningArgumentParser
 
+from litstarter._engine.baseline import add_baseline_to_metrics
 from litstarter._engine.run.checks import data_fact, num_classes_of
 from litstarter._engine.run.cli import RunCLI
 from litstarter._engine.run.tracking import SaveConfigAndLogIt
+from litstarter.callbacks.write_test_metrics import WriteTestMetrics
 from litstarter.task import ImageClassifier
 
 log = logging.getLogger("litstarter")
@@ -45,6 +47,13 @@ class LitStarterCLI(RunCLI):
         for target, compute in links.items():
             parser.link_arguments("data", f"model.{target}", compute_fn=compute, apply_on="instantiate")
         parser.add_argument(
+            "--baseline",
+            type=bool,
+            default=True,
+            help="After the test after fit, fit logistic regression on the raw pixels of the same splits and write"
+            " test/baseline_acc beside the network's scores, with a line when the network is not clearly better.",
+        )
+        parser.add_argument(
             "--test_after_fit",
             type=bool,
             default=True,
@@ -56,7 +65,17 @@ class LitStarterCLI(RunCLI):
         (MLflow gets the run's files)."""
         if self.active_config().get("test_after_fit") and not self.trainer.interrupted:
             self.test_best_checkpoint()
+            if self.active_config().get("baseline") and self.trainer.is_global_zero:
+                self.compare_with_baseline()
         super().after_fit()
+
+    def compare_with_baseline(self) -> None:
+        """A linear model's scores beside the network's in ``metrics.json`` (see ``litstarter._engine.baseline``)."""
+        writer = next((c for c in self.trainer.callbacks if isinstance(c, WriteTestMetrics)), None)
+        if writer is not None and self.trainer.log_dir:
+            metrics = Path(self.trainer.log_dir) / writer.filename
+            seed, epochs = getattr(self.datamodule, "seed", 0), self.trainer.current_epoch
+            add_baseline_to_metrics(self.datamodule, metrics, seed=seed, epochs=epochs)
 
     def test_best_checkpoint(self) -> None:
         """``trainer.test`` on the best checkpoint (the last weights if none was saved)."""

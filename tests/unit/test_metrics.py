@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
-from tests.helpers import tensorboard_events
+from tests.helpers import fast_fit_args, run_cli, tensorboard_events
 
 CLASSES = [str(d) for d in range(10)]
 
@@ -29,6 +29,8 @@ def test_metrics_json_has_the_full_metric_set_and_it_is_consistent(digits_run: P
     per_class = [metrics[f"test/recall/{name}"] for name in CLASSES]
     assert np.mean(per_class) == pytest.approx(metrics["test/recall_macro"], abs=1e-6)
     assert metrics["test/auroc_macro"] > 0.95 and metrics["test/ece"] < 0.3
+    # A linear model's scores beside the network's, on the same test split.
+    assert {"test/baseline_acc", "test/baseline_f1_macro"} <= set(metrics)
 
 
 def test_confusion_matrix_png_is_a_readable_image_beside_metrics_json(digits_run: Path) -> None:
@@ -63,3 +65,9 @@ def test_per_class_values_are_keyed_by_class_name() -> None:
     assert "val/recall" not in scalars
     with pytest.raises(ValueError, match="val/recall"):
         scalar_metrics(values, ["cat", "dog"])
+
+
+def test_baseline_false_writes_no_baseline(tmp_path: Path) -> None:
+    cli = run_cli([*fast_fit_args(tmp_path, epochs=1), "--trainer.limit_train_batches=2", "--baseline=false"])
+    metrics = json.loads((Path(cli.trainer.log_dir) / "metrics.json").read_text())
+    assert "test/acc" in metrics and not [key for key in metrics if "baseline" in key]
