@@ -256,7 +256,8 @@ def test_config_mistakes_are_one_line_naming_the_key_or_file_with_the_nearest_op
 def test_a_run_name_that_climbs_a_logger_less_fit_a_bare_pickle_and_fits_failing_before_training(tmp_path: Path):
     """A logger name with '..' is refused (nothing lands outside save_dir); ``--trainer.logger false`` drops the
     learning-rate monitor and fits; a bare pickle as --ckpt_path is named as such; fits that fail before their first
-    step (a refused init_from, one class, a bad image) leave no run folder, though setup wrote config.yaml."""
+    step (a refused init_from, one class, a bad image) leave no run folder, though setup wrote config.yaml; a fit on
+    a tiny validation split says so."""
     import pickle
 
     runs = tmp_path / "runs"
@@ -265,6 +266,7 @@ def test_a_run_name_that_climbs_a_logger_less_fit_a_bare_pickle_and_fits_failing
     (tmp_path / "notes.pt").write_text("not weights\n")
     one_class = make_image_folder(tmp_path / "one_class", {"cats": 6})
     bad = make_image_folder(tmp_path / "bad", {"a": 5, "b": 5})
+    tiny = make_image_folder(tmp_path / "tiny", {"a": 12, "b": 12}, size=(8, 8))
     (bad / "a" / "broken.png").write_bytes(b"\x89PNG not really")
     folder = ["--config", str(CONFIGS / "data" / "image_folder.yaml"), "--data.init_args.image_size=8"]
     failed = "--trainer.logger.init_args.name=failed"
@@ -275,6 +277,7 @@ def test_a_run_name_that_climbs_a_logger_less_fit_a_bare_pickle_and_fits_failing
         fit_args(runs, failed, f"--model.init_from={tmp_path / 'notes.pt'}"),
         fit_args(runs, failed, *folder, f"--data.root={one_class}"),
         fit_args(runs, failed, *folder, f"--data.root={bad}", f"--data.init_args.cache_dir={tmp_path / 'cache'}"),
+        fit_args(runs, *folder, f"--data.root={tiny}", "--trainer.logger.init_args.name=tiny"),
     ]
     results = run_cases(tmp_path, [{"argv": argv} for argv in cases])
 
@@ -287,3 +290,6 @@ def test_a_run_name_that_climbs_a_logger_less_fit_a_bare_pickle_and_fits_failing
     assert_refused(results[4], 2, "1 class", "cats")
     assert_refused(results[5], 1, "broken.png")
     assert not (runs / "failed").exists() or not any((runs / "failed").iterdir()), list((runs / "failed").rglob("*"))
+    # A fit whose validation split is a handful of images says it can't select on it, and trains.
+    assert results[6]["code"] == 0, results[6]["stderr"][-3000:]
+    assert "too few to select a checkpoint on" in results[6]["stderr"]

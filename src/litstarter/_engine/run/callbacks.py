@@ -5,20 +5,30 @@
 * :class:`CheckCheckpointsWritten`: a fit whose checkpoints cannot be written stops, instead of training on without
   any. Lightning 2.6 writes a checkpoint through ``fsspec`` and swallows a ``PermissionError`` on the way
   (``lightning.fabric.utilities.cloud_io._atomic_save``): a fit into a folder it may not write would exit 0 having
-  saved nothing.
+  saved nothing;
+* :class:`WarnOnTinyValidation`: one line when the validation split is too small to select a checkpoint on.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 import lightning as L
+import numpy as np
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from ..atomic_io import unwritable_reason
 from ..errors import UsageError
+
+log = logging.getLogger("litstarter")
+
+#: Below this many validation images one image moves val/acc by more than 2 points.
+MIN_VAL_IMAGES = 50
+#: Below this many images of a class in validation, one image moves that class's recall by more than 20 points.
+MIN_VAL_PER_CLASS = 5
 
 
 def set_logger_version(logger: TensorBoardLogger | CSVLogger, version: int | str) -> None:
@@ -110,3 +120,26 @@ class CheckCheckpointsWritten(Callback):
                         " was removed) while training. Make it writable, or choose another"
                         " trainer.logger.init_args.save_dir"
                     )
+
+
+class WarnOnTinyValidation(Callback):
+    """At the start of ``fit``, one line when the validation split has under :data:`MIN_VAL_IMAGES` images or a
+    class under :data:`MIN_VAL_PER_CLASS`: the best checkpoint and early stopping are then chosen on a few images'
+    luck (``val/acc`` reaches 1.0 and ties). Data modules whose splits are arrays (``val_set.labels``) only."""
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Count the validation split, per class."""
+        labels = getattr(getattr(trainer.datamodule, "val_set", None), "labels", None)
+        if labels is None or not trainer.is_global_zero:
+            return
+        num_classes = int(getattr(trainer.datamodule, "num_classes", 0) or (np.max(labels, initial=-1) + 1))
+        counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=num_classes)
+        smallest = int(counts.min()) if counts.size else 0
+        if len(labels) >= MIN_VAL_IMAGES and smallest >= MIN_VAL_PER_CLASS:
+            return
+        log.warning(
+            f"the validation split has {len(labels)} images ({smallest} of its smallest class):"
+            f" too few to select a checkpoint on (one image moves val/acc by {100 / max(len(labels), 1):.0f}"
+            f" points; under {MIN_VAL_IMAGES}, or under {MIN_VAL_PER_CLASS} of a class, it is mostly luck). Raise"
+            " data.val_fraction, or add images to the validation folder"
+        )

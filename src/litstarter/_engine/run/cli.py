@@ -25,7 +25,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from ..errors import UsageError
 from ..trust import check_stored_classes, named_classes
-from .callbacks import CheckCheckpointsWritten, ShareRunVersion
+from .callbacks import CheckCheckpointsWritten, ShareRunVersion, WarnOnTinyValidation
 from .checks import check_accelerator_present, check_checkpoint_file, check_checkpoint_fits
 from .claim import claim_run_directory, end_claim
 from .config_file import check_config_writes, keep_counts_as_ints, register_config_types
@@ -135,7 +135,7 @@ class RunCLI(LightningCLI):
         """The configured Trainer, plus the callbacks every run needs: each rank uses rank 0's run folder; a fit
         stops when its checkpoints cannot be written."""
         trainer = super().instantiate_trainer(**kwargs)
-        trainer.callbacks.extend([ShareRunVersion(), CheckCheckpointsWritten()])
+        trainer.callbacks.extend([ShareRunVersion(), CheckCheckpointsWritten(), WarnOnTinyValidation()])
         continue_csv_logs(trainer)  # a CSV log shares the run folder and continues on a resume, never deleted
         return trainer
 
