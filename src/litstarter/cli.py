@@ -65,15 +65,16 @@ class LitStarterCLI(RunCLI):
         (MLflow gets the run's files)."""
         if self.active_config().get("test_after_fit") and not self.trainer.interrupted:
             self.test_best_checkpoint()
-            if self.active_config().get("baseline") and self.trainer.is_global_zero:
+            if self.active_config().get("baseline"):
                 self.compare_with_baseline()
         super().after_fit()
 
     def compare_with_baseline(self) -> None:
         """A linear model's scores beside the network's in ``metrics.json`` (see ``litstarter._engine.baseline``)."""
         writer = next((c for c in self.trainer.callbacks if isinstance(c, WriteTestMetrics)), None)
-        if writer is not None and self.trainer.log_dir:
-            metrics = Path(self.trainer.log_dir) / writer.filename
+        run_dir = self.trainer.log_dir  # a collective under DDP (rank 0 broadcasts it): every rank must ask
+        if writer is not None and run_dir and self.trainer.is_global_zero:
+            metrics = Path(run_dir) / writer.filename
             seed, epochs = getattr(self.datamodule, "seed", 0), self.trainer.current_epoch
             add_baseline_to_metrics(self.datamodule, metrics, seed=seed, epochs=epochs)
 

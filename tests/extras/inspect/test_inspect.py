@@ -48,9 +48,12 @@ def test_inspect_finds_the_planted_copy_the_imbalance_and_suggests_a_sampler(pla
     assert {"option": "data.sampler", "value": "balanced"}.items() <= report["suggestions"][0].items()
     assert [b["path"] for b in report["bad_files"]] == ["test/cat/empty.png"]
     assert report["modes"] == {"RGB": 31} and report["sizes"]["width"] == {"min": 24, "median": 24, "max": 24}
+    baseline = report["baseline"]  # fit's linear baseline, scored on the validation split
+    assert 0.0 <= baseline["val_acc"] <= 1.0 and 0 < baseline["train_images"] <= report["split_sizes"]["train"]
 
     table, err = table["stdout"], table["stderr"]  # the second run reads the cache it built
     assert "reused" in table and "imbalance (train): 6.0:1 (cat / dog)" in table
+    assert "baseline: logistic regression on raw pixels scores" in table
     assert "train/cat/007.png = test/dog/new_caf\\xe9.png" in table
     assert "data.sampler: balanced" in table and "Traceback" not in err
 

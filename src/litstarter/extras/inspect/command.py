@@ -22,6 +22,7 @@ import statistics
 import sys
 from collections import Counter
 
+from litstarter._engine.baseline import fit_linear_baseline
 from litstarter._engine.images.cache import ImageCache
 from litstarter._engine.images.channels import GREY_MODES
 from litstarter._engine.images.folder import CachedImageFolder
@@ -119,6 +120,18 @@ def suggest(report: dict, folder: CachedImageFolder, sampler: str, class_weights
     return found
 
 
+def validation_baseline(cache, num_classes: int) -> dict | None:
+    """``fit``'s linear baseline (``litstarter._engine.baseline``) on the cached train split, scored on validation."""
+    if not {"train", "val"} <= set(cache.splits):
+        return None
+    train, val = (cache.images("train"), cache.labels("train")), (cache.images("val"), cache.labels("val"))
+    found = fit_linear_baseline(train, val, num_classes)
+    if found is None:
+        return None
+    return {"val_acc": found.acc, "val_f1_macro": found.f1_macro, "train_images": found.train_images,
+            "seconds": round(found.seconds, 2)}  # fmt: skip
+
+
 def render(report: dict) -> str:
     """The report as a table for the terminal."""
     splits = list(report["split_sizes"])
@@ -146,6 +159,14 @@ def render(report: dict) -> str:
     lines += [f"bad files: {len(report['bad_files'])}"] + [
         f"  {shown(b['path'])}: {b['reason']}" for b in report["bad_files"]
     ]
+    baseline = report.get("baseline")
+    lines.append(
+        f"baseline: logistic regression on raw pixels scores {baseline['val_acc']:.3f} val accuracy (macro-F1"
+        f" {baseline['val_f1_macro']:.3f}, {baseline['train_images']} training images, {baseline['seconds']:.1f} s):"
+        " what a network should clearly beat"
+        if baseline
+        else "baseline: none (it needs a train and a validation split with two classes)"
+    )
     lines.append(f"images in more than one split: {report['leak_count']}")
     lines += [f"  {describe(leak)}" for leak in report["leaks"]]
     lines.append("suggestions:" if report["suggestions"] else "suggestions: none")
@@ -184,6 +205,7 @@ def main(argv: list[str]) -> int:
     # Bad files are left out of the cache and listed, not fatal: reporting them is the point.
     cache = folder.load_or_build(listing, on_bad_file="skip")
     report = summarize(folder, listing, cache)
+    report["baseline"] = validation_baseline(cache, len(folder.class_names))
     report["suggestions"] = suggest(report, folder, loader_setting(config, "sampler"), config.model.class_weights)
     print(json.dumps(report, indent=2) if as_json else render(report))
     for warning in report["warnings"]:
