@@ -72,6 +72,7 @@ class RunCLI(LightningCLI):
         argparse's abbreviations: ``--trainer.max_epoch 7`` is a typo, never ``max_epochs``."""
         kwargs.setdefault("exit_on_error", False)
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("prog", __name__.split(".")[0])  # "usage: litstarter [options] fit", not "__main__.py"
         return super().init_parser(**kwargs)
 
     def _known_keys(self, args: list[str]) -> list[str]:
