@@ -4,11 +4,10 @@ and an option is never taken from a prefix of it (``--mod`` is a typo, not ``--m
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from typing import NoReturn
 
-from .errors import UsageError
+from .errors import UsageError, did_you_mean
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -30,7 +29,6 @@ class ArgumentParser(argparse.ArgumentParser):
         given = [a.split("=", 1)[0] for a in getattr(self, "_given", []) if a.startswith("--")]
         unknown = next((a for a in given if a not in known), None)
         if unknown and ("unrecognized arguments" in message or "are required" in message):
-            match = difflib.get_close_matches(unknown, known, n=1, cutoff=0.6)
-            hint = f" (did you mean {match[0]}?)" if match else f" ({self.prog} --help lists them)"
+            hint = did_you_mean(unknown, known, cutoff=0.6) or f" ({self.prog} --help lists them)"
             raise UsageError(f"{unknown}: no such option{hint}")
         raise UsageError(message)

@@ -13,10 +13,11 @@ for user errors too. No torch, no Lightning: the light subcommands import this.
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 USAGE = 2
 BAD_INPUT = 1
@@ -111,3 +112,9 @@ def run_reporting(subcommand: str, func: Callable[[], int | None]) -> int:
         if want_traceback():
             traceback.print_exception(type(err), err, err.__traceback__)
         return report(subcommand, user_error, show_traceback=False)
+
+
+def did_you_mean(word: str, known: Iterable[str], cutoff: float = 0.75) -> str:
+    """`` (did you mean X?)`` for the closest of ``known`` to a mistyped ``word``, or ``""``."""
+    match = difflib.get_close_matches(word, list(known), n=1, cutoff=cutoff)
+    return f" (did you mean {match[0]}?)" if match else ""

@@ -1,5 +1,6 @@
 """Importing a class that a file names (a checkpoint's backbone, a config's class path) runs its module's code,
-so a class from outside this package is imported only when the user trusts the file (``--trust_model``)."""
+so a class from outside this package, torch, torchvision and Lightning is imported only when the user trusts the
+file (``--trust_model``)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,19 @@ from collections.abc import Mapping
 
 from .errors import BadInputError, UsageError
 
-#: Class paths under this prefix are this package's own code: they import without trust.
+#: Class paths under this prefix are this package's own code.
 OWN_PREFIX = __name__.split(".")[0] + "."
+#: Packages a file may name classes from without trust: this package, torch, torchvision and Lightning.
+TRUSTED_PACKAGES = (OWN_PREFIX[:-1], "torch", "torchvision", "lightning", "pytorch_lightning")
+TRUSTED_IN_WORDS = f"{', '.join(TRUSTED_PACKAGES[:3])} and Lightning"
+
+
+def _is_trusted(class_path: str) -> bool:
+    return class_path.split(".")[0] in TRUSTED_PACKAGES
 
 
 class UntrustedCodeError(BadInputError):
-    """A file names a class from outside this package, and the user did not say they trust it (exit 1)."""
+    """A file names a class from outside the trusted packages, and the user did not say they trust it (exit 1)."""
 
 
 def import_class(class_path: str, base: type, trust: bool, what: str, kind: str | None = None) -> type:
@@ -25,18 +33,18 @@ def import_class(class_path: str, base: type, trust: bool, what: str, kind: str 
     Args:
         class_path: ``package.module.Class``.
         base: What the class must subclass (``nn.Module`` for a backbone).
-        trust: Allow a class from outside this package (importing its module runs that module's code).
+        trust: Allow a class from outside the trusted packages (importing its module runs that module's code).
         what: The setting that names it, for the messages (``"model.backbone"``).
         kind: ``base`` in words (``"nn.Module"``); its class name by default.
 
     Raises:
-        UntrustedCodeError: A class outside this package without ``trust``.
+        UntrustedCodeError: A class outside the trusted packages without ``trust``.
         UsageError: The module does not import, or the name is not a subclass of ``base``.
     """
     module_name, _, attribute = class_path.rpartition(".")
-    if not class_path.startswith(OWN_PREFIX) and not trust:
+    if not _is_trusted(class_path) and not trust:
         raise UntrustedCodeError(
-            f"{what} is {class_path}, code from outside {OWN_PREFIX[:-1]}: loading it imports and runs that module."
+            f"{what} is {class_path}, code from outside {TRUSTED_IN_WORDS}: loading it imports and runs that module."
             " Pass --trust_model only if you trust whoever wrote it"
         )
     try:
@@ -51,17 +59,11 @@ def import_class(class_path: str, base: type, trust: bool, what: str, kind: str 
     return cls
 
 
-#: Packages a checkpoint may name classes from without trust: this package, torch, torchvision and Lightning.
-TRUSTED_PACKAGES = (OWN_PREFIX[:-1], "torch", "torchvision", "lightning", "pytorch_lightning")
 #: Keys whose string value jsonargparse imports.
 CLASS_PATH_KEYS = ("class_path", "_class_path")
 #: Keys whose strings are names, never imported (a class called ``os.path`` is no module).
 NAME_KEYS = ("class_names",)
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
-
-
-def _is_trusted(class_path: str) -> bool:
-    return class_path.split(".")[0] in TRUSTED_PACKAGES
 
 
 def _importable_dotted(value: str) -> bool:
@@ -104,7 +106,7 @@ def check_stored_classes(stored: Mapping, named_by_user: set[str], trust: bool, 
     for where, class_path in named_classes(stored):
         if not _is_trusted(class_path) and class_path not in named_by_user:
             raise UntrustedCodeError(
-                f"{source} names {where}: {class_path}, code from outside {', '.join(TRUSTED_PACKAGES[:3])} and"
-                " Lightning that your config does not name: loading it would import and run that module. Pass"
+                f"{source} names {where}: {class_path}, code from outside {TRUSTED_IN_WORDS} that your config does"
+                " not name: loading it would import and run that module. Pass"
                 " --trust_model only if you trust whoever wrote the file"
             )

@@ -7,7 +7,6 @@ CLI parses with ``exit_on_error=False`` and ``allow_abbrev=False`` (``--trainer.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
 import sys
@@ -16,11 +15,7 @@ from pathlib import Path
 
 import yaml
 
-
-def _nearest(word: str, known: Iterable[str]) -> str:
-    """`` (did you mean X?)`` for the closest of ``known``, or ``""``."""
-    match = difflib.get_close_matches(word, list(known), n=1, cutoff=0.75)
-    return f" (did you mean {match[0]}?)" if match else ""
+from ..errors import did_you_mean
 
 
 def config_files(args: Sequence[str]) -> list[str]:
@@ -92,25 +87,25 @@ def sentence(message: str, known_keys: Iterable[str] = (), args: Sequence[str] =
     unrecognised = re.match(r"unrecognized arguments: (\S+)", message)
     if unrecognised:
         option = unrecognised[1].split("=", 1)[0]
-        hint = _nearest(option.lstrip("-"), known)
+        hint = did_you_mean(option.lstrip("-"), known)
         return f"{option}: no such option{hint.replace('mean ', 'mean --')} ({helps})"
     not_accepted = re.search(r"(?:Group '([\w.]+)'|Subcommand '\w+') does not accept option '([\w.]+)'", message)
     if not_accepted:
         key = ".".join(part for part in not_accepted.groups() if part)
         source = _file_with_key(files, key)
-        return f"{key}{f' in {source}' if source else ''}: no such option{_nearest(key, known)}"
+        return f"{key}{f' in {source}' if source else ''}: no such option{did_you_mean(key, known)}"
     key = ".".join(re.findall(r'Parser key "([\w.]+)"', message))
     unknown = re.search(r"class_path '([\w.]+)':\s+Option '(\w+)' is not accepted", message)
     if unknown:
         class_path, option = unknown[1], unknown[2]
-        hint = _nearest(option, _init_options(class_path)) or f" ({helps})"
+        hint = did_you_mean(option, _init_options(class_path)) or f" ({helps})"
         return f"{key}.{option}: not an option of {class_path.rpartition('.')[2]}{hint}"
     callable_option = re.search(
         r"Option '(\w+)' is not accepted\. Got value: Namespace\(class_path='([\w.]+)'", message
     )
     if callable_option:
         option, class_path = callable_option[1], callable_option[2]
-        hint = _nearest(option, _init_options(class_path)) or f" ({helps})"
+        hint = did_you_mean(option, _init_options(class_path)) or f" ({helps})"
         return f"{key}.init_args.{option}: not an option of {class_path.rpartition('.')[2]}{hint}"
     deepest = message[message.rfind("Parser key") :]
     plain = re.match(r'Parser key "[\w.]+": (.+)$', deepest)  # a one-line refusal, e.g. a missing --config file
