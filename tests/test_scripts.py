@@ -20,7 +20,7 @@ TORCHRUN_SH = REPO / "scripts" / "torchrun.sh"
 
 
 def test_scripts_are_valid_bash() -> None:
-    for script in (SBATCH, TORCHRUN_SH):
+    for script in (SBATCH, TORCHRUN_SH, REPO / "scripts" / "gpu_check.sh"):
         proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, proc.stderr
 

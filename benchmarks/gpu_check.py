@@ -1,0 +1,329 @@
+"""One GPU check: the figures a GPU user relies on, measured in one process in about 4 minutes on one GPU.
+
+The one command, on the GPU machine, from a copy of the repository with its .wheels/ folder (that machine has
+torch, Lightning and torchmetrics but no jsonargparse, which the template imports, and reaches no registry); it
+runs this file under a 5-minute timeout and leaves gpu_check.json, gpu_check.txt (the table) and gpu_check.log in
+OUT_DIR:
+
+    bash scripts/gpu_check.sh run OUT_DIR
+
+Beforehand, once, where pip reaches PyPI: ``bash scripts/gpu_check.sh fetch`` (jsonargparse[signatures]'s three
+pure-Python wheels, about 1 MB, into the ignored .wheels/). Here, on a CPU, the dry run takes every code path but
+the CUDA-only ones (those record "skipped: no GPU") at tiny sizes, in about 15 s:
+
+    PYTHONPATH=src python benchmarks/gpu_check.py --dry-run --out /tmp/gpu_check
+
+Each section runs under its own time cap (``CAPS_S``), and the JSON is rewritten after every fit, so a timeout
+keeps what was measured (a section still "running" there was stopped from outside). "The best" is the fastest
+precision variant.
+
+* precision: ResNet-18 at 224 px, batch 256, training images/s on synthetic uint8 batches already on the device,
+  through the template's ``ImageClassifier`` and a ``Trainer`` with the flags of ``configs/default.yaml`` +
+  ``configs/trainer/gpu.yaml`` (+ ``configs/perf/channels_last.yaml``): ``bf16-mixed`` against fp32 (``32-true``)
+  with TF32 off and on, for cuDNN convolutions and cuBLAS matmuls both (``torch.backends.*.fp32_precision`` where
+  PyTorch has it, else the legacy ``cudnn.allow_tf32`` / ``cuda.matmul.allow_tf32``; PyTorch's default, TF32 for
+  convolutions only, is under ``environment``), each with and without channels_last. Target: bf16 + channels_last
+  >= 2x fp32.
+* data: the best fed from a generated JPEG folder through ``ImageFolderDataModule``'s cache (its default loader
+  workers) against the same fit on synthetic batches on the device, with as many batches per epoch: step time,
+  time per image and GPU utilisation (NVML, else nvidia-smi). Target: data-fed / synthetic time per image <= 1.1.
+* compile: the best with ``configs/perf/compile.yaml`` against without, compilation apart (the warm-up's extra).
+* memory: peak ``torch.cuda.max_memory_allocated`` for fp32 and bf16 (the precision fits) and bf16 with
+  ``configs/perf/gradient_checkpointing.yaml``.
+* deterministic: the best with ``deterministic: true, benchmark: false`` (what gpu.yaml says bit-exact reruns need).
+* nan_guard: the best with ``StopOnNonFiniteLoss`` (one host-device sync per step) against without.
+* fsdp: ``configs/trainer/fsdp.yaml`` on the one GPU: that it fits and writes a checkpoint that loads strictly with
+  ``weights_only=True`` (no scaling figure). Last, so its process group is not there while the others run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from gpu_check_report import Report, environment, table
+
+# torch, Lightning and litstarter are imported in main(): the image cache's decoder processes start with `spawn`
+# and re-import this module, and should not pay for them.
+
+CAPS_S = {"precision": 60, "data": 50, "compile": 75, "memory": 12, "deterministic": 12, "nan_guard": 10, "fsdp": 25}
+GPU_STACK = ("trainer/gpu.yaml", "model/resnet18.yaml")
+DRY_RUN_VARIANTS = ("fp32_tf32_off", "bf16_channels_last")  # on a CPU the fits are overhead: two cover the path
+
+
+class SectionTimeout(Exception):
+    """A section ran past its cap (an Exception, not a BaseException: Lightning re-raises it after its teardown)."""
+
+
+@contextlib.contextmanager
+def time_cap(seconds: float):
+    """Raise :class:`SectionTimeout` in the main thread after ``seconds``."""
+
+    def on_alarm(signum, frame):
+        raise SectionTimeout(f"over its {seconds} s cap")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class Check:
+    """What every section needs: the sizes, whether a GPU is there, a scratch folder and the report.
+
+    Args:
+        sizes: The fits' sizes (``gpu_check_fit.GPU_SIZES`` or ``DRY_SIZES``).
+        gpu: A CUDA device is there; without one the fits run on the CPU and CUDA-only parts are skipped.
+        workdir: Scratch folder (image folder, cache, checkpoints).
+        report: The JSON being written.
+    """
+
+    def __init__(self, sizes, gpu: bool, workdir: Path, report: Report) -> None:
+        self.sizes, self.gpu, self.workdir, self.report = sizes, gpu, workdir, report
+        self.best: dict | None = None  # the fastest precision variant: {"name", "spec", "result"}
+
+    def fit(self, entry: dict, name: str, configs: tuple[str, ...] = GPU_STACK, **spec) -> dict | None:
+        """Measure one fit into ``entry["results"][name]``; an error is recorded there and the section goes on."""
+        import gpu_check_fit as fit
+
+        trainer = dict(spec.pop("trainer_overrides", {}))
+        if not self.gpu:
+            trainer["accelerator"] = "cpu"
+        model = spec.pop("model_overrides", {})
+        try:
+            result = fit.measure(self.sizes, configs, self.workdir, trainer, model, **spec)
+        except SectionTimeout:
+            entry["results"][name] = "timed out"
+            raise
+        except Exception as err:  # noqa: BLE001 - recorded: the check goes on to what it can still measure
+            result = f"error: {type(err).__name__}: {err}".splitlines()[0]
+            traceback.print_exc()
+        entry["results"][name] = result
+        self.report.write()
+        return result if isinstance(result, dict) else None
+
+    def best_spec(self) -> dict:
+        if self.best is None:
+            raise RuntimeError("no precision variant was measured, so there is no best one to compare against")
+        return {key: dict(value) if isinstance(value, dict) else value for key, value in self.best["spec"].items()}
+
+
+def ratio(top: dict | None, bottom: dict | None, key: str = "images_per_s") -> float | None:
+    return round(top[key] / bottom[key], 3) if top and bottom else None
+
+
+def section_precision(check: Check, entry: dict) -> None:
+    fp32 = {"trainer_overrides": {"precision": "32-true"}}  # bf16: configs/trainer/gpu.yaml's own precision
+    channels_last = {"model_overrides": {"channels_last": True}}
+    variants = {  # the figures the targets need first, should the cap cut the section short
+        "bf16_channels_last": channels_last,
+        "fp32_tf32_off": {**fp32, "tf32_enabled": False},
+        "fp32_tf32_on": {**fp32, "tf32_enabled": True},
+        "bf16": {},
+        "fp32_tf32_off_channels_last": {**fp32, **channels_last, "tf32_enabled": False},
+        "fp32_tf32_on_channels_last": {**fp32, **channels_last, "tf32_enabled": True},
+    }
+    for name, spec in variants.items():
+        if spec.get("tf32_enabled") and not check.gpu:
+            entry["results"][name] = "skipped: no GPU (TF32 is a CUDA setting)"
+            continue
+        if not check.gpu and name not in DRY_RUN_VARIANTS:
+            entry["results"][name] = f"skipped: dry run ({' and '.join(DRY_RUN_VARIANTS)} take the same path)"
+            continue
+        result = check.fit(entry, name, **{k: dict(v) if isinstance(v, dict) else v for k, v in spec.items()})
+        if result and (check.best is None or result["images_per_s"] > check.best["result"]["images_per_s"]):
+            check.best = {"name": name, "spec": spec, "result": result}
+    results = {k: v for k, v in entry["results"].items() if isinstance(v, dict)}
+    top = results.get("bf16_channels_last")
+    entry["ratios"] = {
+        "bf16_channels_last / fp32_tf32_off": ratio(top, results.get("fp32_tf32_off")),
+        "bf16_channels_last / fp32_tf32_on": ratio(top, results.get("fp32_tf32_on")),
+        "bf16_channels_last / bf16": ratio(top, results.get("bf16")),
+        "target": "bf16_channels_last / fp32 >= 2",
+    }
+    entry["best"] = check.best["name"] if check.best else None
+
+
+def section_data(check: Check, entry: dict) -> None:
+    import gpu_check_fit as fit
+    from data_pipeline import make_jpeg_folder
+
+    from litstarter.data import ImageFolderDataModule
+
+    sizes, root = check.sizes, check.workdir / "jpegs"
+    start = time.perf_counter()
+    make_jpeg_folder(root, sizes.images)
+    entry["generate_s"] = round(time.perf_counter() - start, 1)
+    dm = ImageFolderDataModule(
+        str(root), image_size=sizes.image_size, val_fraction=0.1, test_fraction=0.0, batch_size=sizes.batch_size,
+        num_workers=sizes.num_workers, cache_dir=str(check.workdir / "cache"),
+    )  # fmt: skip
+    start = time.perf_counter()
+    dm.prepare_data()
+    dm.setup("fit")
+    entry["cache_build_s"] = round(time.perf_counter() - start, 1)
+    per_epoch = -(-len(dm.train_set) // sizes.batch_size)
+    entry.update(train_images=len(dm.train_set), batches_per_epoch=per_epoch, num_workers=dm.num_workers)
+    spec, steps = check.best_spec(), sizes.data_steps
+    data_fed = check.fit(entry, "image_folder", ("data/image_folder.yaml", *GPU_STACK), datamodule=dm, steps=steps,
+                         **spec)  # fmt: skip
+    synthetic = fit.SyntheticImages(sizes, batches_per_epoch=per_epoch)
+    on_device = check.fit(entry, "synthetic_on_device", ("data/image_folder.yaml", *GPU_STACK), datamodule=synthetic,
+                          steps=steps, **check.best_spec())  # fmt: skip
+    entry["ratios"] = {
+        "image_folder / synthetic step time": ratio(data_fed, on_device, "step_ms"),
+        # An epoch's last batch is short: per image is the like-for-like figure.
+        "image_folder / synthetic time per image": ratio(on_device, data_fed),
+        "target": "time per image <= 1.1",
+        "variant": check.best["name"],
+    }
+
+
+def section_compile(check: Check, entry: dict) -> None:
+    spec = check.best_spec()
+    if not check.gpu:  # inductor on a CPU needs a C++ toolchain and minutes; dynamo alone walks the same path
+        spec.setdefault("model_overrides", {})["compile"] = {"backend": "eager"}
+    compiled = check.fit(entry, "compiled", (*GPU_STACK, "perf/compile.yaml"), **spec)
+    plain = check.best["result"]
+    entry["results"]["not_compiled"] = f"= precision.{check.best['name']}"
+    entry["ratios"] = {
+        "compiled / not compiled images_per_s": ratio(compiled, plain),
+        "compile_s (warm-up steps, compiled - not compiled)": (
+            round(compiled["warmup_s"] - plain["warmup_s"], 1) if compiled else None
+        ),
+        "backend": "inductor" if check.gpu else "eager (dry run)",
+    }
+
+
+def section_memory(check: Check, entry: dict) -> None:
+    results = check.report.data["sections"].get("precision", {}).get("results", {})
+    fp32, bf16 = ("fp32_tf32_on", "bf16") if check.gpu else DRY_RUN_VARIANTS  # TF32 on: PyTorch's default for convs
+    sources = {"fp32": fp32, "bf16": bf16}
+    for name, source in sources.items():
+        measured = results.get(source)
+        entry["results"][name] = measured["peak_memory_gib"] if isinstance(measured, dict) else f"no {source} fit"
+    result = check.fit(entry, "bf16_gradient_checkpointing", (*GPU_STACK, "perf/gradient_checkpointing.yaml"))
+    if result:
+        entry["results"]["bf16_gradient_checkpointing"] = result["peak_memory_gib"]
+    entry["unit"] = "GiB, torch.cuda.max_memory_allocated over the fit"
+
+
+def section_deterministic(check: Check, entry: dict) -> None:
+    spec = check.best_spec()
+    spec.setdefault("trainer_overrides", {}).update(deterministic=True, benchmark=False)
+    result = check.fit(entry, "deterministic", **spec)
+    entry["results"]["not_deterministic"] = f"= precision.{check.best['name']} (gpu.yaml: benchmark true)"
+    entry["ratios"] = {"deterministic / not images_per_s": ratio(result, check.best["result"])}
+
+
+def section_nan_guard(check: Check, entry: dict) -> None:
+    from litstarter.callbacks import StopOnNonFiniteLoss
+
+    result = check.fit(entry, "with_nan_guard", callbacks=(StopOnNonFiniteLoss(),), **check.best_spec())
+    entry["results"]["without"] = f"= precision.{check.best['name']}"
+    entry["ratios"] = {"with / without images_per_s": ratio(result, check.best["result"])}
+
+
+def section_fsdp(check: Check, entry: dict) -> None:
+    import gpu_check_fit as fit
+    import torch
+
+    trainer, _ = fit.stack("trainer/fsdp.yaml")
+    entry["strategy"] = type(fit.instantiate(trainer["strategy"])).__name__  # the config's strategy builds
+    configs, overrides = ("trainer/fsdp.yaml", "model/resnet18.yaml"), {"devices": 1}
+    if not check.gpu:  # Lightning's FSDP refuses a CPU: the same fit and checkpoint, without the strategy
+        entry["status_note"] = f"{fit.NO_GPU}: FSDP needs CUDA; the fit and checkpoint ran on the default strategy"
+        overrides.update(strategy="auto", precision="32-true")
+    path = check.workdir / "fsdp.ckpt"
+    result = check.fit(entry, "fsdp_one_gpu" if check.gpu else "no_fsdp_cpu", configs, checkpoint=path,
+                       trainer_overrides=overrides)  # fmt: skip
+    if result:
+        entry["checkpoint"] = fit.check_checkpoint(path, check.sizes)
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()  # FSDP's, even on one GPU
+
+
+SECTIONS: dict[str, Callable[[Check, dict], None]] = {
+    "precision": section_precision,
+    "data": section_data,
+    "compile": section_compile,
+    "memory": section_memory,
+    "deterministic": section_deterministic,
+    "nan_guard": section_nan_guard,
+    "fsdp": section_fsdp,  # last: its process group should not be there while the others run
+}
+
+
+def run_section(check: Check, name: str) -> None:
+    entry = check.report.data["sections"][name] = {"status": "running", "cap_s": CAPS_S[name], "results": {}}
+    check.report.write()
+    start = time.perf_counter()
+    try:
+        with time_cap(CAPS_S[name]):
+            SECTIONS[name](check, entry)
+        entry["status"] = "done"
+    except SectionTimeout as err:
+        entry["status"] = f"timed out: {err}"
+    except Exception as err:  # noqa: BLE001 - recorded; the next section still runs
+        entry["status"] = f"error: {type(err).__name__}: {err}".splitlines()[0]
+        traceback.print_exc()
+    entry["wall_s"] = round(time.perf_counter() - start, 1)
+    check.report.write()
+    print(f"[gpu_check] {name}: {entry['status']} in {entry['wall_s']} s", flush=True)
+
+
+def selected(only: str | None) -> list[str]:
+    """The sections to run, in order; the precision section too when another needs its best variant."""
+    if not only:
+        return list(SECTIONS)
+    names = [name.strip() for name in only.split(",") if name.strip()]
+    unknown = [name for name in names if name not in SECTIONS]
+    if unknown:
+        raise SystemExit(f"gpu_check: error: --only {','.join(unknown)}: expected some of {', '.join(SECTIONS)}")
+    if set(names) - {"fsdp", "memory", "precision"}:
+        names.append("precision")
+    return [name for name in SECTIONS if name in names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, type=Path, help="folder for gpu_check.json and gpu_check.txt")
+    parser.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes; CUDA-only parts are skipped")
+    parser.add_argument("--only", help="comma-separated sections (precision is added when another needs it)")
+    args = parser.parse_args(argv)
+    sections = selected(args.only)
+
+    import gpu_check_fit as fit
+    import torch
+
+    gpu = torch.cuda.is_available() and not args.dry_run
+    if not gpu and not args.dry_run:
+        parser.error("no CUDA device here: the full check needs one; --dry-run runs it on the CPU at tiny sizes")
+    if args.dry_run:
+        torch.set_num_threads(1)  # tiny fits: a second thread only adds contention on a shared machine
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = Report(args.out / "gpu_check.json", environment(gpu), args.dry_run)
+    with tempfile.TemporaryDirectory(prefix="gpu_check-") as tmp:
+        check = Check(fit.DRY_SIZES if args.dry_run else fit.GPU_SIZES, gpu, Path(tmp), report)
+        report.data["sizes"] = vars(check.sizes) | {"caps_s": CAPS_S}
+        for name in sections:
+            run_section(check, name)
+    text = table(report.data)
+    (args.out / "gpu_check.txt").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_check_fit, data_pipeline: beside this file
+    sys.exit(main())
