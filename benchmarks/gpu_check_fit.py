@@ -211,7 +211,10 @@ def measure(
         result["fit_s"] = round(time.perf_counter() - start, 2)
         result["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3) if cuda else NO_GPU
         util = timer.utilisation
-        result["gpu_utilisation_pct"] = (round(util, 1) if util is not None else "no sample") if reader else NO_GPU
+        if reader is None:
+            result["gpu_utilisation_pct"] = "unavailable: no NVML, no nvidia-smi" if cuda else NO_GPU
+        else:
+            result["gpu_utilisation_pct"] = round(util, 1) if util is not None else "no sample came"
         result["precision"] = str(trainer_flags.get("precision"))
         result["tf32"] = {None: "PyTorch's default", True: "on", False: "off"}[tf32_enabled]
         if checkpoint is not None:
