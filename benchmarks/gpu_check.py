@@ -9,7 +9,7 @@ OUT_DIR:
 
 Beforehand, once, where pip reaches PyPI: ``bash scripts/gpu_check.sh fetch`` (jsonargparse[signatures]'s three
 pure-Python wheels, about 1 MB, into the ignored .wheels/). Here, on a CPU, the dry run takes every code path but
-the CUDA-only ones (those record "skipped: no GPU") at tiny sizes, in about 15 s:
+the CUDA-only ones (those record "skipped: no GPU") at tiny sizes, in about 20 s on 2 cores:
 
     PYTHONPATH=src python benchmarks/gpu_check.py --dry-run --out /tmp/gpu_check
 
