@@ -49,7 +49,7 @@ def pixels(images, side: int = SIDE, chunk: int = 512) -> np.ndarray:
     at most ``side`` a side, ``chunk`` images at a time (a large split is never all in memory)."""
     out = []
     for start in range(0, len(images), chunk):
-        batch = torch.from_numpy(np.ascontiguousarray(images[start : start + chunk])).float().div_(255.0)
+        batch = torch.from_numpy(np.array(images[start : start + chunk], dtype=np.float32)).div_(255.0)
         h, w = batch.shape[-2:]
         if max(h, w) > side:
             batch = F.adaptive_avg_pool2d(batch, (min(h, side), min(w, side)))
