@@ -12,7 +12,7 @@ from torchvision.transforms import v2
 from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.cache import ImageCache
 from litstarter._engine.images.folder import CachedImageFolder
-from litstarter.data.augmentation import IMAGE_FOLDER_DEFAULTS, FastAugmentation, describe
+from litstarter.data.augmentation import FastAugmentation, describe
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
@@ -33,14 +33,15 @@ class ImageFolderDataModule(ArrayDataModule):
             ``dev`` or ``testing``, in any case.
         labels: A CSV of ``path,label[,split]`` rows, relative to ``root`` (as are its paths), instead of class
             folders; without a ``split`` column the splits come from the fractions.
-        image_size: Training and evaluation size: an int or ``[height, width]``.
+        image_size: Training and evaluation size: an int, ``[height, width]`` or ``auto``: the median short side
+            of the images (from their headers), a multiple of 8 within 32-224 px (logged).
         channels: 3 (RGB), 1 (grayscale) or ``auto``: 1 when every file header says grey, else 3 (logged).
         val_fraction: Fraction of each class held out for validation, wherever there is no val split.
         test_fraction: Fraction of each class held out for testing, where there is no test split; 0 for none.
         sampler: ``none`` (seeded shuffle), ``weighted`` (drawn with probability 1/class count) or ``balanced``
             (every batch holds the classes equally).
-        augmentation: Random training augmentation; ``null`` turns it off. The default ``FastAugmentation``
-            inverts half the images (``invert: 0``, where light-on-dark and dark-on-light are other classes).
+        augmentation: Random training augmentation; ``null`` turns it off. The default is ``FastAugmentation``
+            with its defaults (``invert: 0.5`` for shapes whose polarity varies: ink, paint, film, screens).
         batch_size: Samples per batch per device.
         num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
         cache_dir: Folder for the caches, a ``<root name>-<hash>`` subfolder per (root, preprocessing); ``null``:
@@ -63,12 +64,12 @@ class ImageFolderDataModule(ArrayDataModule):
         self,
         root: str,
         labels: str | None = None,
-        image_size: int | tuple[int, int] = 224,
+        image_size: int | tuple[int, int] | Literal["auto"] = 224,
         channels: int | Literal["auto"] = "auto",
         val_fraction: float = 0.1,
         test_fraction: float = 0.1,
         sampler: Literal["none", "weighted", "balanced"] = "none",
-        augmentation: v2.Transform | None = lazy_instance(FastAugmentation, **IMAGE_FOLDER_DEFAULTS),
+        augmentation: v2.Transform | None = lazy_instance(FastAugmentation),
         batch_size: int = 64,
         num_workers: int | None = None,
         cache_dir: str | None = None,

@@ -1,4 +1,5 @@
-"""``data.channels: auto``: 1 channel when every image is grey, else 3, from the files' headers (no decoding)."""
+"""``data.channels: auto``: 1 channel when every image is grey, else 3, from the files' headers (no decoding).
+The same pass reads the sizes that ``data.image_size: auto`` uses (``litstarter._engine.images.sizes``)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,25 @@ from PIL import Image
 GREY_MODES = frozenset({"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "I;16N", "F"})
 
 
-def header_modes(paths: Iterable[str | os.PathLike]) -> Counter:
-    """How many files have each PIL mode, read from headers only (``Image.open`` is lazy); unreadable files
-    are left out here (the cache build reports them)."""
+def read_headers(paths: Iterable[str | os.PathLike]) -> tuple[Counter, list[tuple[int, int]]]:
+    """How many files have each PIL mode, and each file's ``(width, height)``, from headers only (``Image.open``
+    is lazy): what ``channels: auto`` and ``image_size: auto`` need, in one pass. Unreadable files are left out
+    here (the cache build reports them)."""
     modes: Counter = Counter()
+    sizes = []
     for path in paths:
         try:
             with Image.open(path) as image:
                 modes[image.mode] += 1
+                sizes.append(image.size)
         except Exception:  # noqa: BLE001 - a bad file is the cache build's to report, with on_bad_file
             continue
-    return modes
+    return modes, sizes
+
+
+def header_modes(paths: Iterable[str | os.PathLike]) -> Counter:
+    """How many files have each PIL mode (:func:`read_headers`)."""
+    return read_headers(paths)[0]
 
 
 def channels_for(modes: Counter) -> tuple[int, str]:

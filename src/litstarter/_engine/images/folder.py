@@ -17,11 +17,12 @@ from ..cores import available_cores
 from ..errors import UsageError
 from .cache import ImageCache, cache_key, load_cache
 from .cache_build import bad_files_error, build_cache, warn_skipped
-from .channels import channels_for, header_modes
+from .channels import channels_for, read_headers
 from .classes import select_classes
 from .layout import detect_layout, list_sources
 from .leakage import warn_leakage
 from .preprocess import as_size, resize_size_for
+from .sizes import auto_side
 from .splits import Listing, SourceFile
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,8 @@ class CachedImageFolder:
     Args:
         root: The image folder (see ``ImageFolderDataModule``).
         labels: A CSV of ``path,label[,split]`` rows relative to ``root``, instead of class folders.
-        image_size: Training and evaluation size: an int or ``[height, width]``.
+        image_size: Training and evaluation size: an int, ``[height, width]`` or ``auto``: the median short side
+            of the images (from their headers), a multiple of 8 within 32-224 px (logged).
         channels: Channels every image is converted to: 3, 1 or ``auto`` (1 when every header says grey).
         val_fraction: Fraction of each class held out for validation, wherever there is no val split.
         test_fraction: Fraction of each class held out for testing (``root/<class>`` and labels without split).
@@ -59,7 +61,7 @@ class CachedImageFolder:
         self,
         root: str | Path,
         labels: str | None = None,
-        image_size: int | tuple[int, int] = 224,
+        image_size: int | tuple[int, int] | Literal["auto"] = 224,
         channels: int | Literal["auto"] = "auto",
         val_fraction: float = 0.1,
         test_fraction: float = 0.1,
@@ -74,11 +76,11 @@ class CachedImageFolder:
         _check_arguments(channels, val_fraction, test_fraction, cache_workers, cache_verify, on_bad_file)
         self.root = Path(root).expanduser()
         self.labels = labels
-        try:
-            self.image_size = as_size(image_size)
-        except ValueError as error:
-            raise UsageError(f"data.image_size: {error}") from None
-        self.resize_size = resize_size_for(self.image_size)
+        if image_size != "auto":
+            try:
+                self.image_size = as_size(image_size)
+            except ValueError as error:
+                raise UsageError(f"data.image_size: {error}") from None
         self.val_fraction = val_fraction
         self.test_fraction = test_fraction
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else DEFAULT_CACHE_DIR
@@ -90,7 +92,10 @@ class CachedImageFolder:
         self.layout = detect_layout(self.root, labels, labels_absolute_paths)
         self.all_class_names = self.layout.class_names
         self.class_names = select_classes(self.all_class_names, classes, source=f"data.root '{self.root}'")
-        self.channels = self._resolve_channels() if channels == "auto" else channels
+        self.channels = channels
+        if "auto" in (channels, image_size):
+            self._resolve_auto(channels == "auto", image_size == "auto")
+        self.resize_size = resize_size_for(self.image_size)
 
     @property
     def class_to_idx(self) -> dict[str, int]:
@@ -136,13 +141,18 @@ class CachedImageFolder:
             for split, files in sources.items()
         }
 
-    def _resolve_channels(self) -> int:
-        """``channels: auto``: 1 if every image's header says grey, else 3 (logged)."""
+    def _resolve_auto(self, channels: bool, image_size: bool) -> None:
+        """``channels: auto`` (1 if every image's header says grey, else 3) and ``image_size: auto`` (from the
+        median short side, ``litstarter._engine.images.sizes``), from one pass over the headers; each logged."""
         listing = self.listing()
-        paths = [self.root / f.path for files in listing.sources.values() for f in files]
-        channels, reason = channels_for(header_modes(paths))
-        log.info("data.channels: auto -> %d: %s", channels, reason)
-        return channels
+        modes, sizes = read_headers(self.root / f.path for files in listing.sources.values() for f in files)
+        if channels:
+            self.channels, reason = channels_for(modes)
+            log.info("data.channels: auto -> %d: %s", self.channels, reason)
+        if image_size:
+            side, reason = auto_side(sizes)
+            self.image_size = (side, side)
+            log.info("data.image_size: auto -> %d: %s", side, reason)
 
     def prepare(self) -> tuple[ImageCache, str]:
         """What a fit does with the folder: list it, reuse or build the cache, and warn about what the listing left

@@ -28,6 +28,7 @@ from litstarter._engine.images.channels import GREY_MODES
 from litstarter._engine.images.folder import CachedImageFolder
 from litstarter._engine.images.leakage import describe, find_leaks
 from litstarter._engine.images.listing import shown
+from litstarter._engine.images.sizes import auto_side
 from litstarter._engine.images.splits import Listing
 from litstarter.extras.inspect.fit_config import image_folder_of, loader_setting, parse_fit_config
 
@@ -67,6 +68,7 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
         "smallest_classes": smallest,
         "warnings": _warnings(folder),
         "sizes": {"width": _spread(widths), "height": _spread(heights)},
+        "auto_image_size": auto_side(list(zip(widths, heights, strict=True))),
         "modes": dict(Counter(modes).most_common()),
         "bad_files": cache.skipped,
         "leak_count": len(leaks),
@@ -107,14 +109,11 @@ def suggest(report: dict, folder: CachedImageFolder, sampler: str, class_weights
         found.append({"option": "data.sampler", "value": "balanced", "why": why})
     if report["modes"] and set(report["modes"]) <= GREY_MODES and folder.channels != 1:
         found.append({"option": "data.channels", "value": 1, "why": "every image is greyscale"})
-    heights, widths = report["sizes"]["height"], report["sizes"]["width"]
-    if heights:
-        median_side = min(heights["median"], widths["median"])
-        size = min(folder.image_size)
-        if size > 1.25 * median_side or size < 0.25 * median_side:
-            value = max(8, int(median_side) // 8 * 8)
-            why = f"the median image is {widths['median']:g}x{heights['median']:g} px but data.image_size is {size}"
-            found.append({"option": "data.image_size", "value": value, "why": why})
+    side, reason = report["auto_image_size"]
+    size = min(folder.image_size)
+    if size > 1.25 * side or size < 0.8 * side:  # what data.image_size: auto would pick, by the same function
+        why = f"{side} px here: {reason}; data.image_size is {size}"
+        found.append({"option": "data.image_size", "value": "auto", "why": why})
     if report["bad_files"] and folder.on_bad_file == "error":
         found.append({"option": "data.on_bad_file", "value": "skip", "why": "or fix or remove the bad files"})
     return found

@@ -1,0 +1,31 @@
+"""``data.image_size: auto``: a training size from the images' own sizes, read from their headers
+(``channels.read_headers``, no decoding).
+
+The median short side, snapped to a multiple of :data:`SNAP` and kept within :data:`AUTO_SIDES`: 28 px digit
+photos train at 32, not at 64 (four times the pixels for nothing), and 500 px photos at 224 (what pretrained
+ImageNet backbones were trained at). ``inspect``'s ``data.image_size`` suggestion is the same function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: The smallest and largest side ``auto`` picks, in pixels. Below 32 px a random resized crop leaves too few
+#: pixels to learn shapes from; above 224 a CPU fit slows for little (and pretrained backbones expect 224).
+AUTO_SIDES = (32, 224)
+#: ``auto`` snaps to a multiple of this (the default backbones halve the size three times).
+SNAP = 8
+
+
+def auto_side(sizes: Sequence[tuple[int, int]]) -> tuple[int, str]:
+    """``(side, reason)`` for ``image_size: auto`` from ``(width, height)`` pairs: the median short side snapped
+    to :data:`SNAP` within :data:`AUTO_SIDES` (the largest of them when no size is known)."""
+    low, high = AUTO_SIDES
+    if not sizes:
+        return high, f"no image header could be read (the largest size, {high} px)"
+    median = float(np.median([min(w, h) for w, h in sizes]))
+    side = int(min(max(round(median / SNAP) * SNAP, low), high))
+    snapped = f"snapped to a multiple of {SNAP} within {low}-{high} px"
+    return side, f"the median short side of {len(sizes)} images is {median:g} px ({snapped})"
