@@ -12,8 +12,9 @@ from torch.utils.checkpoint import checkpoint
 from litstarter._engine.errors import UsageError
 from litstarter.models.registry import register_backbone
 
-#: Images with a side above this many pixels get a downsampling stem and per-image standardisation (``"auto"``).
-STEM_ABOVE = 32
+#: Images with a side above this many pixels get a downsampling stem and per-image standardisation (``"auto"``);
+#: the 8x8 digits keep the full-resolution path on their raw pixels.
+STEM_ABOVE = 16
 #: Added to each channel's variance before :func:`standardize_per_image` divides by its square root (the input is
 #: already in dataset standard deviations): a flat channel, spread under about 1% of that, stays near zero.
 STANDARDIZE_EPS = 1e-4
@@ -29,13 +30,13 @@ def conv_bn_relu(in_channels: int, out_channels: int, stride: int = 1) -> nn.Seq
 
 
 def stem_factor(image_size: Sequence[int] | None) -> int:
-    """The stem's downsampling for ``stem="auto"``: 1 up to 32 px, 2 below 64 px, 4 from 64 px (the shorter side).
-    Like ResNet's stem, it brings larger images to where 3x3 stages see shapes, at a fraction of the cost; small
-    images (the 8x8 digits, MNIST, CIFAR) keep the full-resolution path."""
+    """The stem's downsampling for ``stem="auto"``: 1 up to 16 px, 2 below 64 px, 4 from 64 px (the shorter side).
+    Like ResNet's stem, it brings images to where 3x3 stages see shapes, at a fraction of the cost: 32 and 64 px
+    both reach the first stage at 16 px. Small images (the 8x8 digits) keep the full-resolution path."""
     if image_size is None:
         return 1
     side = min(int(s) for s in image_size)
-    return 1 if side <= STEM_ABOVE else 2 if side < 2 * STEM_ABOVE else 4
+    return 1 if side <= STEM_ABOVE else 2 if side < 64 else 4
 
 
 def standardize_per_image(x: torch.Tensor) -> torch.Tensor:
@@ -65,16 +66,21 @@ class SmallCNN(nn.Module):
         in_channels: Channels of the input images (1 for grayscale, 3 for RGB).
         widths: Output channels of each stage.
         stem: Downsampling of the first layer: 1 (none), 2, 4.
-        standardize: Standardise each image per channel first (:func:`standardize_per_image`).
+        standardize: Standardise each image per channel first (:func:`standardize_per_image`); ``"both"``: feed the
+            raw channels and the standardised ones side by side.
     """
 
     def __init__(
-        self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128), stem: int = 1, standardize: bool = False
+        self,
+        in_channels: int = 3,
+        widths: tuple[int, ...] = (32, 64, 128),
+        stem: int = 1,
+        standardize: bool | Literal["both"] = False,
     ) -> None:
         super().__init__()
         self.standardize = standardize
         stages = []
-        prev = in_channels
+        prev = in_channels * (2 if standardize == "both" else 1)
         self.stem_factor = stem
         for i, width in enumerate(widths):
             entry = make_stem(prev, width, stem) if i == 0 else conv_bn_relu(prev, width)
@@ -113,7 +119,9 @@ class SmallCNN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Map ``(B, C, H, W)`` float images to ``(B, num_features)`` pooled features."""
         checkpointing = self.grad_checkpointing and self.training and torch.is_grad_enabled()
-        if self.standardize:
+        if self.standardize == "both":
+            x = torch.cat([x, standardize_per_image(x)], dim=1)
+        elif self.standardize:
             x = standardize_per_image(x)
         for stage in self.stages:
             # use_reentrant=False: the supported variant; works with inputs that don't require grad
@@ -127,7 +135,7 @@ def small_cnn(
     widths: tuple[int, ...] = (32, 64, 128),
     stem: int | Literal["auto"] = "auto",
     image_size: Sequence[int] | None = None,
-    standardize: bool | Literal["auto"] = "auto",
+    standardize: bool | Literal["auto", "both"] = "auto",
 ) -> SmallCNN:
     """The template's default backbone (about 0.3 M parameters with the default widths).
 
@@ -135,13 +143,16 @@ def small_cnn(
         in_channels: Channels of the input images.
         widths: Output channels of each stage.
         stem: Downsampling of the first layer, 1, 2 or 4; ``"auto"`` picks it from ``image_size``
-            (:func:`stem_factor`: 1 up to 32 px, 2 below 64 px, 4 from 64 px).
+            (:func:`stem_factor`: 1 up to 16 px, 2 below 64 px, 4 from 64 px).
         image_size: Input ``(height, width)``; passed by :func:`~litstarter.models.registry.create_backbone`.
         standardize: Standardise each image per channel first (:func:`standardize_per_image`): shapes and relative
-            colours, whatever each photo's exposure and white balance. ``"auto"``: on above 32 px (photos), off for
-            small images. Off where the class lies in a whole image's brightness or colour cast alone.
+            colours, whatever each photo's exposure and white balance. ``"both"``: the raw and the standardised
+            channels side by side, for the network to use either (a photo's colour or exposure may be the class).
+            ``"auto"``: ``"both"`` above 16 px (photos), off for the 8x8 digits.
     """
     factor = stem_factor(image_size) if stem == "auto" else int(stem)
     if standardize == "auto":
-        standardize = image_size is not None and min(int(s) for s in image_size) > STEM_ABOVE
-    return SmallCNN(in_channels=in_channels, widths=widths, stem=factor, standardize=bool(standardize))
+        photo = image_size is not None and min(int(s) for s in image_size) > STEM_ABOVE
+        standardize = "both" if photo else False
+    standardize = standardize if standardize == "both" else bool(standardize)
+    return SmallCNN(in_channels=in_channels, widths=widths, stem=factor, standardize=standardize)

@@ -47,9 +47,11 @@ def test_classifier_normalization_round_trips_on_the_0_to_1_scale() -> None:
     assert net.normalize(x)[0, 1].abs().max() < 1e-5  # channel 1: (0.2 - 0.2) / 0.5
 
 
-@pytest.mark.parametrize(("size", "factor"), [((8, 8), 1), ((32, 32), 1), ((48, 40), 2), ((64, 64), 4), ((224, 96), 4)])
-def test_stem_downsamples_images_above_32_px_and_keeps_the_digits_path(size: tuple[int, int], factor: int) -> None:
-    backbone = create_backbone("small_cnn", in_channels=3, image_size=size)
+@pytest.mark.parametrize(
+    ("size", "factor"), [((8, 8), 1), ((16, 16), 1), ((32, 32), 2), ((48, 40), 2), ((64, 64), 4), ((224, 96), 4)]
+)
+def test_stem_downsamples_images_above_16_px_and_keeps_the_digits_path(size: tuple[int, int], factor: int) -> None:
+    backbone = create_backbone("small_cnn", in_channels=3, image_size=size, standardize=False)
     assert backbone.stem_factor == factor
     first_stage = backbone.stages[0]
     x = torch.randn(2, 3, *size)
@@ -78,9 +80,13 @@ def test_stem_rejects_a_factor_it_does_not_have() -> None:
         create_backbone("small_cnn", in_channels=3, stem=3)
 
 
-@pytest.mark.parametrize(("size", "on"), [((8, 8), False), ((32, 32), False), ((33, 40), True), ((64, 64), True)])
-def test_standardize_auto_is_on_for_photo_sizes_only(size: tuple[int, int], on: bool) -> None:
-    assert create_backbone("small_cnn", in_channels=3, image_size=size).standardize is on
+@pytest.mark.parametrize(
+    ("size", "on"), [((8, 8), False), ((16, 16), False), ((17, 20), True), ((32, 32), True), ((64, 64), True)]
+)
+def test_standardize_auto_feeds_both_views_for_photo_sizes_only(size: tuple[int, int], on: bool) -> None:
+    backbone = create_backbone("small_cnn", in_channels=3, image_size=size)
+    assert backbone.standardize == ("both" if on else False)
+    assert backbone.stages[0][0][0].in_channels == (6 if on else 3)  # raw and standardised channels side by side
     assert create_backbone("small_cnn", in_channels=3, image_size=size, standardize=False).standardize is False
 
 
@@ -88,7 +94,7 @@ def test_standardized_network_ignores_exposure_contrast_and_colour_cast_but_sees
     """The same digit-like shape under another per-channel gain and offset (a darker, bluer, flatter photo of it)
     gives the same features; a different shape does not."""
     torch.manual_seed(0)
-    backbone = create_backbone("small_cnn", in_channels=3, image_size=(64, 64)).eval()
+    backbone = create_backbone("small_cnn", in_channels=3, image_size=(64, 64), standardize=True).eval()
     shape = torch.zeros(1, 1, 64, 64)
     shape[..., 16:48, 28:36] = 1.0  # a bar
     photo = -1.0 + 2.0 * shape.expand(1, 3, 64, 64)  # dataset-normalised units

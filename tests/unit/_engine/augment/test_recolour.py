@@ -55,13 +55,14 @@ def test_recoloured_samples_come_out_the_same_alone_or_in_a_batch_at_the_set_rat
 def test_describe_says_in_words_what_the_training_images_go_through() -> None:
     from torchvision.transforms import v2
 
-    from litstarter.data.augmentation import IMAGE_FOLDER_DEFAULTS, describe
+    from litstarter.data.augmentation import describe
 
-    photos = describe(FastAugmentation(**IMAGE_FOLDER_DEFAULTS))
+    photos = describe(FastAugmentation(invert=0.5))
     assert photos == (
         "random resized crop (35%-100% of the area), no flips (data.augmentation.hflip), colour jitter +-10%, "
         "inverted 50% (data.augmentation.invert)"
     )
+    assert "inverted" not in describe(FastAugmentation())  # off unless asked for
     flips = describe(FastAugmentation(crop_scale=None, hflip=0.5, color_jitter=0.0, channel_shuffle=0.2))
     assert flips == "horizontal flip 50%, colour channels reordered 20%"
     assert describe(None) == "none (data.augmentation: null)"
@@ -71,7 +72,7 @@ def test_describe_says_in_words_what_the_training_images_go_through() -> None:
 def test_describe_builds_the_lazy_default_a_data_module_holds_before_a_loader_calls_it() -> None:
     from jsonargparse import lazy_instance
 
-    from litstarter.data.augmentation import IMAGE_FOLDER_DEFAULTS, describe
+    from litstarter.data.augmentation import describe
 
-    lazy = lazy_instance(FastAugmentation, **IMAGE_FOLDER_DEFAULTS)  # ImageFolderDataModule's default, unbuilt
-    assert describe(lazy) == describe(FastAugmentation(**IMAGE_FOLDER_DEFAULTS))
+    lazy = lazy_instance(FastAugmentation, invert=0.5)  # as ImageFolderDataModule's default is held, unbuilt
+    assert describe(lazy) == describe(FastAugmentation(invert=0.5))
