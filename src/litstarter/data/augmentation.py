@@ -20,6 +20,7 @@ from litstarter._engine.augment import fast
 from litstarter._engine.errors import UsageError
 from litstarter._engine.images.crop import center_crop_or_resize
 
+
 class FastAugmentation(v2.Transform):
     """Random resized crop, horizontal flip, colour jitter and recolouring, every choice drawn from the sample's
     seed and run on the whole batch at once. Called on one ``(C, H, W)`` uint8 image like any v2 transform, it draws

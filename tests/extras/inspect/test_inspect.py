@@ -47,7 +47,8 @@ def test_inspect_finds_the_planted_copy_the_imbalance_and_suggests_a_sampler(pla
     assert train == {"cat": 18, "dog": 3} and report["imbalance_ratio"] == 6.0
     assert {"option": "data.sampler", "value": "balanced"}.items() <= report["suggestions"][0].items()
     size = [s for s in report["suggestions"] if s["option"] == "data.image_size"]  # 20x24 px images, 16 configured
-    assert size[0]["value"] == "auto" and size[0]["why"].startswith("32 px here: the median short side of 31 images is 20 px")
+    assert size[0]["value"] == "auto"
+    assert size[0]["why"].startswith("32 px here: the median short side of 31 images is 20 px")
     assert [b["path"] for b in report["bad_files"]] == ["test/cat/empty.png"]
     assert report["modes"] == {"RGB": 31} and report["sizes"]["width"] == {"min": 24, "median": 24, "max": 24}
     baseline = report["baseline"]  # fit's linear baseline, scored on the validation split
