@@ -28,7 +28,7 @@ from ..leftovers import owner_tag
 from .cache import ImageCache, MemmapImages, OnBadFile, listing_digest, load_cache
 from .listing import shown
 from .manifest import CACHE_VERSION, MANIFEST, array_checksums, as_columns, file_checksum, manifest_text, written_digest
-from .perceptual import as_hex, phash
+from .perceptual import as_hex, phash_batch
 from .preprocess import try_load_image
 from .splits import SourceFile
 from .stats import channel_stats
@@ -60,15 +60,15 @@ def warn_skipped(root: Path, folder: Path, skipped: list[dict]) -> None:
 
 def decode_file(path: Path, channels: int, size: tuple[int, int]) -> tuple[np.ndarray | None, str | None, dict]:
     """``(image (C, H, W) uint8, None, facts)`` or ``(None, reason, {})``; facts are the file's original
-    ``width``, ``height`` and PIL ``mode``, the SHA-256 of its bytes and the pHash of the cached pixels (for the
-    leakage check: identical and near-duplicate files)."""
+    ``width``, ``height`` and PIL ``mode`` and the SHA-256 of its bytes (for the leakage check: identical files;
+    the pHash of near-duplicates is computed from the written array, a batch at a time, by ``_decode_split``)."""
     image, reason = try_load_image(path, channels, size)
     if image is None:
         return None, reason, {}
     data = Path(path).read_bytes()  # just decoded: read from the page cache
     with Image.open(path) as header:  # header only; the pixels were decoded above
         facts = {"width": header.width, "height": header.height, "mode": header.mode}
-    return image, None, {**facts, "sha256": hashlib.sha256(data).hexdigest(), "phash": as_hex(phash(image))}
+    return image, None, {**facts, "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def _decode_all(
@@ -107,6 +107,8 @@ def _decode_split(
             continue
         array[len(kept)] = image  # (C, H, W) uint8; kept files are packed to the front
         kept.append({**asdict(source), **facts})
+    for record, value in zip(kept, phash_batch(array[: len(kept)]), strict=True):  # from the cached pixels
+        record["phash"] = as_hex(value)
     array.flush()
     del array
     os.truncate(images_tmp, len(kept) * row)

@@ -26,11 +26,12 @@ BRUTE_FORCE_PAIRS = 10**8
 CHUNK_PAIRS = 1 << 22
 #: Bands of the bucket search, and their width in bits.
 BANDS, BAND_BITS = 4, 16
-#: A thumbnail whose grey levels spread less than this (std, 0..255) has no structure to hash: its bits would be
-#: rounding noise, the same for every flat image whatever its colour, so it gets no hash (``""`` in the manifest).
+#: An image whose lowest frequencies carry less than this std (grey levels, 0..255) has no structure to hash: its
+#: bits would be rounding noise, the same for every flat image whatever its colour, so it gets no hash (``""``).
 FLAT_STD = 1.0
 #: Luma weights (ITU-R 601-2, as PIL's ``convert("L")``) for a 3-channel array.
 LUMA = np.array([0.299, 0.587, 0.114])
+LUMA_32 = LUMA.astype(np.float32)
 
 
 @functools.lru_cache(maxsize=16)
@@ -45,23 +46,47 @@ def box_weights(n: int, out: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def _dct_matrix() -> np.ndarray:
-    """The first ``KEEP`` rows of the orthonormal-free DCT-II matrix of size ``THUMB``."""
+    """The first ``KEEP`` rows of the (unnormalised) DCT-II matrix of size ``THUMB``."""
     k, n = np.arange(KEEP)[:, None], np.arange(THUMB)[None, :]
     return np.cos(np.pi * k * (2 * n + 1) / (2 * THUMB))
 
 
+@functools.lru_cache(maxsize=16)
+def _projection(n: int) -> np.ndarray:
+    """``(KEEP, n)``: box-average ``n`` samples down to ``THUMB``, then the ``KEEP`` lowest DCT frequencies, in one
+    matrix (so a hash is two small products: ``P_h @ grey @ P_w.T``)."""
+    return (_dct_matrix() @ box_weights(n, THUMB)).astype(np.float32)
+
+
+#: The orthonormal DCT's scale of each of the 64 coefficients, divided by THUMB: the root of the sum of the scaled
+#: AC terms' squares is the thumbnail's std carried by its lowest frequencies (Parseval).
+_F = np.where(np.arange(KEEP) == 0, np.sqrt(1 / THUMB), np.sqrt(2 / THUMB))
+_ORTHONORMAL = (np.outer(_F, _F) / THUMB).ravel().astype(np.float32)
+#: Bit weights of the 64 coefficients, first (DC) as the top bit.
+_BITS = np.uint64(1) << np.arange(63, -1, -1, dtype=np.uint64)
+
+
+def phash_batch(images: np.ndarray, chunk: int = 512) -> list[int | None]:
+    """The 64-bit pHash of each ``(N, C, H, W)`` uint8 image (C = 1 or 3), as unsigned ints; ``None`` for a flat
+    one (under ``FLAT_STD`` of low-frequency std). Vectorised over ``chunk`` images at a time: about 40 us an image
+    at 73 x 73."""
+    hashes: list[int | None] = []
+    for start in range(0, len(images), chunk):
+        pixels = np.asarray(images[start : start + chunk])  # (n, C, H, W) uint8
+        weights = LUMA_32 if pixels.shape[1] == 3 else np.ones(1, np.float32)
+        grey = np.einsum("nchw,c->nhw", pixels, weights, dtype=np.float32)  # (n, H, W) luma
+        n, h, w = grey.shape
+        low = (_projection(h) @ grey @ _projection(w).T).reshape(n, -1)  # (n, 64) lowest frequencies, DC first
+        flat = np.sqrt(((low * _ORTHONORMAL)[:, 1:] ** 2).sum(axis=1)) < FLAT_STD
+        median = np.partition(low[:, 1:], 31, axis=1)[:, 31]  # of the 63 AC terms
+        values = ((low > median[:, None]) * _BITS).sum(axis=1, dtype=np.uint64)
+        hashes += [None if is_flat else int(value) for is_flat, value in zip(flat, values, strict=True)]
+    return hashes
+
+
 def phash(image: np.ndarray) -> int | None:
-    """The 64-bit pHash of one ``(C, H, W)`` uint8 image (C = 1 or 3), as an unsigned int; ``None`` for a flat one."""
-    pixels = np.asarray(image, dtype=np.float64)
-    grey = pixels[0] if pixels.shape[0] == 1 else np.tensordot(LUMA, pixels[:3], axes=1)  # (H, W)
-    h, w = grey.shape
-    thumb = box_weights(h, THUMB) @ grey @ box_weights(w, THUMB).T  # (32, 32)
-    if thumb.std() < FLAT_STD:
-        return None
-    dct = _dct_matrix()
-    low = (dct @ thumb @ dct.T).ravel()  # (64,) lowest frequencies, DC first
-    bits = low > np.median(low[1:])
-    return int(np.packbits(bits).view(">u8")[0])
+    """:func:`phash_batch` of one ``(C, H, W)`` image."""
+    return phash_batch(np.asarray(image)[None])[0]
 
 
 def as_hex(value: int | None) -> str:
