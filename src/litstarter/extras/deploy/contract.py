@@ -164,7 +164,7 @@ class ModelContract:
         if data.get("version") != VERSION:
             raise ContractError(f"{source}: 'version' is {data.get('version')!r}; this litstarter reads {VERSION}")
         try:
-            return cls(
+            contract = cls(
                 class_names=[str(n) for n in data["class_names"]],
                 channels=int(data["input"]["shape"][1]),
                 image_size=as_size(data["preprocessing"]["image_size"]),
@@ -176,6 +176,8 @@ class ModelContract:
                 output_name=str(data["output"]["name"]),
                 interpolation=_interpolation(data["preprocessing"]),
             )
+            _check_sizes(data["preprocessing"])
+            return contract
         except (KeyError, IndexError, TypeError) as err:
             raise ContractError(f"{source}: missing or malformed key {err}") from None
         except ValueError as err:  # a bad value: ContractError from __post_init__, or a bad size or number
@@ -237,6 +239,16 @@ class ModelContract:
             # The size it was trained at travels with the architecture: an edited image_size is then caught.
             architecture={**architecture, "image_size": list(image_size)} if architecture else {},
         )
+
+
+def _check_sizes(preprocessing: Mapping) -> None:
+    """``resize.size`` and ``crop.size``, where present, must be ``resize_size`` and ``image_size``: a client reading
+    either resizes as ``infer`` does."""
+    for key, same in (("resize", "resize_size"), ("crop", "image_size")):
+        section = preprocessing.get(key)
+        if isinstance(section, Mapping) and "size" in section and list(section["size"]) != list(preprocessing[same]):
+            raise ValueError(f"preprocessing.{key}.size is {section['size']} but preprocessing.{same} is"
+                             f" {preprocessing[same]}")  # fmt: skip
 
 
 def _interpolation(preprocessing: Mapping) -> str:
