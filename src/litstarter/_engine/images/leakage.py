@@ -41,17 +41,17 @@ def find_near_leaks(cache: ImageCache, max_distance: int = NEAR_DISTANCE) -> lis
     (identical files are :func:`find_leaks`'; flat images have no pHash and pair with nothing):
     ``[{"distance", "files": {split: path, other split: path}}]``, closest first, then in split and file order."""
     splits = cache.splits
-    hashes = {split: from_hex(cache.column(split, "phash")) for split in splits}
+    hashes = {split: from_hex(cache.column(split, "phash")) for split in splits}  # (hashes, their file indices)
+    paths, sha = ({split: cache.column(split, key) for split in splits} for key in ("path", "sha256"))
     found = []
     for n, first in enumerate(splits):
         for second in splits[n + 1 :]:
-            paths, sha = (cache.column(first, "path"), cache.column(second, "path")), (
-                cache.column(first, "sha256"), cache.column(second, "sha256"))  # fmt: skip
             (a, at_a), (b, at_b) = hashes[first], hashes[second]
             for i, j, distance in zip(*close_pairs(a, b, max_distance), strict=True):
-                i, j = at_a[i], at_b[j]
-                if sha[0][i] != sha[1][j]:
-                    found.append({"distance": int(distance), "files": {first: paths[0][i], second: paths[1][j]}})
+                i, j = at_a[i], at_b[j]  # file indices in each split
+                if sha[first][i] != sha[second][j]:
+                    files = {first: paths[first][i], second: paths[second][j]}
+                    found.append({"distance": int(distance), "files": files})
     return sorted(found, key=lambda pair: pair["distance"])  # stable: split and file order within a distance
 
 
