@@ -6,7 +6,7 @@ re-encoded, resized or cropped a little. The cache records each file's SHA-256 a
 pixels (:mod:`.perceptual`) when it decodes it, so finding both costs no decode, and every fit warns with the
 pairs ``inspect`` lists.
 
-``NEAR_DISTANCE`` (10 of 64 bits) was measured on crops of real photos (``benchmarks/inspect_checks.py``:
+``NEAR_DISTANCE`` (10 of 64 bits) was measured on crops of real photos (by the inspect extra's benchmark:
 scikit-learn's two sample photos, 200 crops of 60-260 px, at image sizes 16, 64 and 224): a re-saved PNG is found
 always, a JPEG at quality 75 for 97.5-98%, a resize to 80% for 98.5-100%, a 5% crop for 91.5-93%; of the 44,850
 pairs of 300 other crops, 14-16 came within 10 bits, of which 4-6 overlap by under half and 1 not at all.
@@ -82,7 +82,7 @@ def warn_leakage(cache: ImageCache) -> tuple[list[dict], list[dict]]:
         warnings.warn(
             f"data leakage: {len(near)} pair(s) of images in different splits are near-duplicates (re-encoded,"
             f" resized or slightly cropped copies; perceptual hashes within {NEAR_DISTANCE} of 64 bits):"
-            f" {_examples(near)}. `litstarter inspect` lists them all; remove one of each pair from a split.",
+            f" {_examples(near)}. Remove one of each pair from a split (or move both into the same one).",
             stacklevel=2,
         )
     return leaks, near
