@@ -52,6 +52,18 @@ def test_malformed_sidecar_names_file_and_key(tmp_path):
         ("preprocessing", "image_size", [0, 16], "image size must be an int or [height, width] of positive ints"),
         ("normalization", "mean", [0.5], "mean/std need 3 values each"),
         ("input", "shape", ["batch", "three", 16, 16], "invalid literal for int()"),
+        (
+            "preprocessing",
+            "resize",
+            {"size": [20, 20]},
+            "preprocessing.resize.size is [20, 20] but preprocessing.resize_size is [18, 18]",
+        ),
+        (
+            "preprocessing",
+            "resize",
+            {"interpolation": "bicubic"},
+            "interpolation is 'bicubic'; this litstarter resizes with bilinear only",
+        ),
     ],
 )
 def test_bad_value_in_sidecar_names_the_file(tmp_path, section, key, value, named):

@@ -36,7 +36,8 @@ def test_bad_model_files_and_outputs_for_infer_and_export(digits_export, tmp_pat
     five_names = variant("five_names", lambda c: c.update(class_names=list("abcde")))
     three_channels = variant("rgb", lambda c: (c["input"]["shape"].__setitem__(1, 3), c["normalization"].update(
         mean=c["normalization"]["mean"] * 3, std=c["normalization"]["std"] * 3)))  # fmt: skip
-    resized = variant("resized", lambda c: c["preprocessing"].update(image_size=[6, 6]))
+    resized = variant("resized", lambda c: (c["preprocessing"].update(image_size=[6, 6]),
+                                            c["preprocessing"]["crop"].update(size=[6, 6])))  # fmt: skip
     corrupt = tmp_path / "corrupt"
     corrupt.mkdir()
     for name, data in [("model.onnx", b"\x08\x07garbage"), ("model.ts", b"PK\x03\x04junk"), ("model.pt2", b"junk")]:

@@ -2,7 +2,8 @@
 
 One cache folder holds, per split, ``<split>.u8`` (raw uint8 ``(N, C, H, W)``, C order, memory-mapped)
 and ``<split>.labels.npy``, plus ``manifest.json`` (see :mod:`litstarter._engine.images.manifest`): each source file
-with its listing facts (size, mtime, ctime, inode) and what decoding found (original size, mode, SHA-256),
+with its listing facts (size, mtime, ctime, inode) and what decoding found (original size, mode, SHA-256 of the
+bytes, 64-bit pHash of the cached pixels),
 ``class_to_idx``, the preprocessing parameters, the train split's per-channel mean and std, any skipped bad
 files, block checksums of the arrays, and a checksum of the manifest's own text (so no value in it is trusted
 after a hand edit).
@@ -44,6 +45,7 @@ from .manifest import (
     manifest_problem,
     verify_blocks,
     verify_deadline,
+    version_problem,
 )
 from .splits import SPLIT_NAMES, SourceFile
 
@@ -170,6 +172,9 @@ def _unusable(folder: Path, text: bytes, manifest, params: dict, sources: dict, 
               seed: int | None, started: float) -> str | None:  # fmt: skip
     """Why the cache in ``folder`` cannot be reused as it is (a phrase for the log), or ``None`` if it can;
     ``text`` is the manifest as read, ``manifest`` the same parsed."""
+    older = version_problem(manifest)  # an older litstarter's cache: rebuilt, logged as information
+    if older is not None:
+        return older
     problem = manifest_problem(manifest)
     if problem is not None:
         return f"its {MANIFEST} is malformed ({problem})"

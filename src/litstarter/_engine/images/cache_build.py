@@ -28,6 +28,7 @@ from ..leftovers import owner_tag
 from .cache import ImageCache, MemmapImages, OnBadFile, listing_digest, load_cache
 from .listing import shown
 from .manifest import CACHE_VERSION, MANIFEST, array_checksums, as_columns, file_checksum, manifest_text, written_digest
+from .perceptual import as_hex, phash_batch
 from .preprocess import try_load_image
 from .splits import SourceFile
 from .stats import channel_stats
@@ -59,7 +60,8 @@ def warn_skipped(root: Path, folder: Path, skipped: list[dict]) -> None:
 
 def decode_file(path: Path, channels: int, size: tuple[int, int]) -> tuple[np.ndarray | None, str | None, dict]:
     """``(image (C, H, W) uint8, None, facts)`` or ``(None, reason, {})``; facts are the file's original
-    ``width``, ``height`` and PIL ``mode`` and the SHA-256 of its bytes (for ``inspect``'s duplicate check)."""
+    ``width``, ``height`` and PIL ``mode`` and the SHA-256 of its bytes (for the leakage check: identical files;
+    the pHash of near-duplicates is computed from the written array, a batch at a time, by ``_decode_split``)."""
     image, reason = try_load_image(path, channels, size)
     if image is None:
         return None, reason, {}
@@ -105,6 +107,8 @@ def _decode_split(
             continue
         array[len(kept)] = image  # (C, H, W) uint8; kept files are packed to the front
         kept.append({**asdict(source), **facts})
+    for record, value in zip(kept, phash_batch(array[: len(kept)]), strict=True):  # from the cached pixels
+        record["phash"] = as_hex(value)
     array.flush()
     del array
     os.truncate(images_tmp, len(kept) * row)

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 MANIFEST = "manifest.json"
-#: Bump when the preprocessing or the file format changes: older caches are then rebuilt.
-CACHE_VERSION = 3
+#: Bump when the preprocessing or the file format changes: older caches are then rebuilt (4: a pHash per file).
+CACHE_VERSION = 4
 #: Where the manifest's checksum of itself sits in its text: a top-level key (two spaces in; a JSON string
 #: can't hold a raw newline, so nothing else in the text looks like this).
 DIGEST_MARK = '\n  "digest": "'
@@ -39,7 +39,7 @@ VERIFY_SHARE = 0.05
 #: column: a parse and a check of 50,000 records by row would cost a reuse more than everything else.
 FILE_FIELDS: dict[str, type] = {
     "path": str, "label": int, "size": int, "mtime_ns": int, "ctime_ns": int, "inode": int,
-    "width": int, "height": int, "mode": str, "sha256": str,
+    "width": int, "height": int, "mode": str, "sha256": str, "phash": str,
 }  # fmt: skip
 
 
@@ -101,6 +101,15 @@ def _check_split(entry, where: str, num_classes: int) -> None:
     )  # fmt: skip
     _expect(isinstance(sums.get("labels"), str), f"{where}.checksums.labels", "a string")
     _check_files(entry.get("files"), f"{where}.files", shape[0], num_classes)
+
+
+def version_problem(manifest) -> str | None:
+    """Why a parsed manifest is of another cache version (an older litstarter wrote it: rebuild, nothing is wrong),
+    or ``None``."""
+    version = manifest.get("version") if isinstance(manifest, dict) else None
+    if _is_int(version) and version != CACHE_VERSION:
+        return f"it was written for cache version {version} (this litstarter writes {CACHE_VERSION})"
+    return None
 
 
 def manifest_problem(manifest) -> str | None:

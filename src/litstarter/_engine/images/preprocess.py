@@ -79,12 +79,23 @@ def convert_mode(image: Image.Image, channels: int) -> Image.Image:
 
 
 def resize_center_crop(image: Image.Image, size: tuple[int, int]) -> Image.Image:
-    """Resize so the image covers ``size`` (aspect kept, antialiased), then centre-crop to exactly ``size``."""
+    """Resize so the image covers ``size`` (aspect kept, antialiased), then centre-crop to exactly ``size``.
+
+    The rules, exactly (``model.json``'s ``preprocessing.resize`` states them for clients in other languages):
+    ``scale = max(target_h / h, target_w / w)`` in float64; new sides ``max(target, round(side * scale))`` with
+    Python's ``round`` (half to even); Pillow's ``BILINEAR``, whose triangle filter is widened by the
+    downscale factor when reducing (so it antialiases), width pass first, then height, each rounded to uint8;
+    crop ``left = (new_w - target_w) // 2``, ``top = (new_h - target_h) // 2``.
+    """
     target_h, target_w = size
     w, h = image.size
     scale = max(target_h / h, target_w / w)
     new_w, new_h = max(target_w, round(w * scale)), max(target_h, round(h * scale))
-    if (new_w, new_h) != (w, h):
+    # One axis at a time, width first, each pass rounded to 8 bits: the order is then ours to state (model.json),
+    # not Pillow's (13.0 picks the order of a two-axis resize itself, and either order is off by one here and there).
+    if new_w != w:
+        image = image.resize((new_w, h), Image.Resampling.BILINEAR, reducing_gap=None)
+    if new_h != h:
         image = image.resize((new_w, new_h), Image.Resampling.BILINEAR, reducing_gap=None)
     left, top = (new_w - target_w) // 2, (new_h - target_h) // 2
     return image.crop((left, top, left + target_w, top + target_h))

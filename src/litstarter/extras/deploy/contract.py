@@ -5,12 +5,15 @@ language, needs only an artifact and this JSON to classify an image exactly as t
 
 1. decode the file, apply its EXIF orientation, convert to ``color_mode`` (``L`` or ``RGB``; transparency
    composited onto white);
-2. resize (bilinear, aspect kept) so that it covers ``resize_size``, then centre-crop ``resize_size``: the
-   size the training data was stored at;
+2. resize (PIL's antialiased bilinear, aspect kept, sizes rounded half to even, width pass first) so that it
+   covers ``resize_size``, then centre-crop ``resize_size``: the size the training data was stored at;
 3. centre-crop ``image_size`` (the eval view of training);
 4. feed ``(N, C, H, W)`` ``uint8`` values 0..255 as input ``input``; normalisation by ``mean``/``std`` happens
    inside the graph;
 5. read ``logits`` ``(N, num_classes)``; softmax gives probabilities in ``class_names`` order.
+
+``preprocessing`` states each rule exactly (:mod:`.preprocessing`): its ``resize`` and ``crop`` objects are
+where an ``interpolation`` or a ``crop_pct`` other than the default goes.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 
 from litstarter._engine.errors import BadInputError
 from litstarter._engine.images.preprocess import as_size, center_crop_array, load_image
+from litstarter.extras.deploy.preprocessing import INTERPOLATIONS, preprocessing_fields
 
 #: The sidecar file name, beside the artifacts in an export folder.
 SIDECAR_NAME = "model.json"
@@ -33,15 +37,6 @@ SIDECAR_NAME = "model.json"
 EMBEDDED_KEY = "litstarter.extras.deploy.contract"
 FORMAT = "litstarter-model-contract"
 VERSION = 1
-
-
-PREPROCESSING_STEPS = [
-    "decode the file and apply its EXIF orientation",
-    "convert to color_mode (L = 8-bit grayscale, RGB); transparent pixels are composited onto white",
-    "resize with bilinear filtering, aspect ratio kept, so the image covers resize_size; centre-crop resize_size",
-    "centre-crop image_size (top = (H - h) // 2, left = (W - w) // 2)",
-    "stack to (N, C, H, W) uint8 with values 0..255; do not normalise, the graph applies mean/std",
-]
 
 
 class ContractError(BadInputError, ValueError):
@@ -66,6 +61,7 @@ class ModelContract:
             it was trained at (checked against ``preprocessing.image_size`` when a model is opened).
         input_name: Name of the graph input.
         output_name: Name of the graph output.
+        interpolation: The resize filter (``preprocessing.resize.interpolation``); only ``bilinear`` is implemented.
     """
 
     class_names: list[str]
@@ -77,8 +73,14 @@ class ModelContract:
     architecture: dict = field(default_factory=dict)
     input_name: str = "input"
     output_name: str = "logits"
+    interpolation: str = "bilinear"
 
     def __post_init__(self) -> None:
+        if self.interpolation not in INTERPOLATIONS:
+            raise ContractError(
+                f"preprocessing.resize.interpolation is {self.interpolation!r}; this litstarter resizes with"
+                f" {', '.join(INTERPOLATIONS)} only, so it cannot reproduce this model's preprocessing"
+            )
         if self.channels not in (1, 3):
             raise ContractError(f"channels must be 1 or 3, got {self.channels}")
         if len(self.mean) != self.channels or len(self.std) != self.channels:
@@ -129,13 +131,9 @@ class ModelContract:
                 "shape": ["batch", self.channels, *self.image_size],
                 "value_range": [0, 255],
             },
-            "preprocessing": {
-                "color_mode": self.color_mode,
-                "resize_size": list(self.resize_size),
-                "resample": "bilinear",
-                "image_size": list(self.image_size),
-                "steps": PREPROCESSING_STEPS,
-            },
+            "preprocessing": preprocessing_fields(
+                self.color_mode, self.resize_size, self.image_size, self.interpolation
+            ),
             "normalization": {
                 "mean": list(self.mean),
                 "std": list(self.std),
@@ -166,7 +164,7 @@ class ModelContract:
         if data.get("version") != VERSION:
             raise ContractError(f"{source}: 'version' is {data.get('version')!r}; this litstarter reads {VERSION}")
         try:
-            return cls(
+            contract = cls(
                 class_names=[str(n) for n in data["class_names"]],
                 channels=int(data["input"]["shape"][1]),
                 image_size=as_size(data["preprocessing"]["image_size"]),
@@ -176,7 +174,10 @@ class ModelContract:
                 architecture=dict(data.get("architecture") or {}),
                 input_name=str(data["input"]["name"]),
                 output_name=str(data["output"]["name"]),
+                interpolation=_interpolation(data["preprocessing"]),
             )
+            _check_sizes(data["preprocessing"])
+            return contract
         except (KeyError, IndexError, TypeError) as err:
             raise ContractError(f"{source}: missing or malformed key {err}") from None
         except ValueError as err:  # a bad value: ContractError from __post_init__, or a bad size or number
@@ -238,6 +239,24 @@ class ModelContract:
             # The size it was trained at travels with the architecture: an edited image_size is then caught.
             architecture={**architecture, "image_size": list(image_size)} if architecture else {},
         )
+
+
+def _check_sizes(preprocessing: Mapping) -> None:
+    """``resize.size`` and ``crop.size``, where present, must be ``resize_size`` and ``image_size``: a client reading
+    either resizes as ``infer`` does."""
+    for key, same in (("resize", "resize_size"), ("crop", "image_size")):
+        section = preprocessing.get(key)
+        if isinstance(section, Mapping) and "size" in section and list(section["size"]) != list(preprocessing[same]):
+            raise ValueError(f"preprocessing.{key}.size is {section['size']} but preprocessing.{same} is"
+                             f" {preprocessing[same]}")  # fmt: skip
+
+
+def _interpolation(preprocessing: Mapping) -> str:
+    """``resize.interpolation``, or the first layout's ``resample`` (``bilinear`` when neither is there)."""
+    resize = preprocessing.get("resize")
+    if isinstance(resize, Mapping) and "interpolation" in resize:
+        return str(resize["interpolation"])
+    return str(preprocessing.get("resample", "bilinear"))
 
 
 def recorded_resize_size(hparams: Mapping) -> tuple[int, int] | None | str:

@@ -8,9 +8,10 @@ from the cache manifest: per file, the original size and mode and a content hash
 (it builds the cache if missing, as ``fit`` would, leaving bad files out so that it can list them). Nothing is
 decoded twice and there is no second copy.
 
-It reports the layout, images per class and split, the train split's imbalance ratio, image sizes (min,
-median, max) and modes, every bad file, every image found in more than one split (byte-identical files:
-a test score over them is not held-out), and the settings that follow from those figures. What ``fit`` would
+It reports the layout, images per class and split, the train split's imbalance ratio, image sizes (the smallest,
+median and largest image) and modes, every bad file, every image found in more than one split (byte-identical
+files, and near-duplicates by perceptual hash: a test score over them is not held-out), the quality checks of
+:mod:`.quality` (each naming its files), and the settings that follow from those figures. What ``fit`` would
 refuse (a single class) is warned about on stderr; the report is still made and the exit status is 0.
 """
 
@@ -26,11 +27,12 @@ from litstarter._engine.baseline import fit_linear_baseline
 from litstarter._engine.images.cache import ImageCache
 from litstarter._engine.images.channels import GREY_MODES
 from litstarter._engine.images.folder import CachedImageFolder
-from litstarter._engine.images.leakage import describe, find_leaks
+from litstarter._engine.images.leakage import NEAR_DISTANCE, describe, find_leaks, find_near_leaks
 from litstarter._engine.images.listing import shown
 from litstarter._engine.images.sizes import auto_side
 from litstarter._engine.images.splits import Listing
 from litstarter.extras.inspect.fit_config import image_folder_of, loader_setting, parse_fit_config
+from litstarter.extras.inspect.quality import quality_report
 
 #: Above this train imbalance (largest class / smallest) a sampler or loss weights are suggested.
 IMBALANCE_LIMIT = 3.0
@@ -38,6 +40,21 @@ IMBALANCE_LIMIT = 3.0
 
 def _spread(values: list[int]) -> dict:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)} if values else {}
+
+
+def size_extremes(cache: ImageCache) -> dict:
+    """The smallest, median and largest image by pixel count, each a real image: ``{"smallest": {"width",
+    "height", "path"}, ...}`` (not per-axis extremes, which can combine into a size no image has)."""
+    images = [
+        (w * h, w, h, path)
+        for split in cache.splits
+        for w, h, path in zip(*(cache.column(split, key) for key in ("width", "height", "path")), strict=True)
+    ]
+    if not images:
+        return {}
+    images.sort(key=lambda image: image[0])  # stable: ties keep split and file order
+    pick = {"smallest": images[0], "median": images[(len(images) - 1) // 2], "largest": images[-1]}
+    return {name: {"width": w, "height": h, "path": path} for name, (_, w, h, path) in pick.items()}
 
 
 def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) -> dict:
@@ -48,7 +65,7 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
     widths, heights, modes = (
         [v for split in cache.splits for v in cache.column(split, key)] for key in ("width", "height", "mode")
     )
-    leaks = find_leaks(cache)
+    leaks, near = find_leaks(cache), find_near_leaks(cache)
     largest = [name for name, n in zip(names, train, strict=True) if n == max(train)]
     smallest = [name for name, n in zip(names, train, strict=True) if n == min(train)]
     return {
@@ -67,12 +84,16 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
         "largest_classes": largest,
         "smallest_classes": smallest,
         "warnings": _warnings(folder),
-        "sizes": {"width": _spread(widths), "height": _spread(heights)},
+        "sizes": {"width": _spread(widths), "height": _spread(heights), **size_extremes(cache)},
         "auto_image_size": auto_side(list(zip(widths, heights, strict=True))),
         "modes": dict(Counter(modes).most_common()),
         "bad_files": cache.skipped,
         "leak_count": len(leaks),
         "leaks": leaks,
+        "near_duplicate_distance": NEAR_DISTANCE,
+        "near_duplicate_count": len(near),
+        "near_duplicates": near,
+        "quality": quality_report(cache),
     }
 
 
@@ -146,12 +167,12 @@ def render(report: dict) -> str:
         lines.append(f"{name:<{width}}" + "".join(f"{report['images'][s][name]:>8}" for s in splits))
     lines.append(f"{'total':<{width}}" + "".join(f"{report['split_sizes'][s]:>8}" for s in splits))
     lines.append(f"imbalance (train): {imbalance(report)}")
-    w, h = report["sizes"]["width"], report["sizes"]["height"]
-    if w:
-        lines.append(
-            f"sizes (w x h): min {w['min']}x{h['min']}, median {w['median']:g}x{h['median']:g},"
-            f" max {w['max']}x{h['max']}"
-        )
+    sizes = report["sizes"]
+    if sizes.get("smallest"):
+        lines.append("sizes (w x h): " + ", ".join(
+            f"{name} {sizes[name]['width']}x{sizes[name]['height']} ({shown(sizes[name]['path'])})"
+            for name in ("smallest", "median", "largest")
+        ))  # fmt: skip
     if report["listing_notes"]:
         lines.append(f"left out of the listing: {report['listing_notes']}")
     lines.append("modes: " + ", ".join(f"{mode} {n}" for mode, n in report["modes"].items()))
@@ -168,15 +189,31 @@ def render(report: dict) -> str:
     )
     lines.append(f"images in more than one split: {report['leak_count']}")
     lines += [f"  {describe(leak)}" for leak in report["leaks"]]
+    lines.append(
+        f"near-duplicates across splits (perceptual hash within {report['near_duplicate_distance']} of 64 bits):"
+        f" {report['near_duplicate_count']}"
+    )
+    lines += [f"  {describe(pair)}" for pair in report["near_duplicates"]]
+    lines += render_quality(report["quality"])
     lines.append("suggestions:" if report["suggestions"] else "suggestions: none")
     lines += [f"  {s['option']}: {s['value']}  ({s['why']})" for s in report["suggestions"]]
     return "\n".join(lines)
 
 
+def render_quality(quality: dict) -> list[str]:
+    """The quality checks' lines: one per check with its count, then its files."""
+    lines = []
+    for check in quality.values():
+        lines.append(f"{check['what']}: {len(check['files'])}")
+        lines += [f"  {shown(path)}" for path in check["files"]]
+    return lines
+
+
 USAGE = """usage: litstarter inspect [--config FILE ...] --data.root FOLDER [--data.KEY VALUE ...] [--json]
 
 Report an image folder without training: layout, images per class and split, imbalance, image sizes and
-modes, bad files, images in more than one split, and suggested settings. Takes fit's --config files and
+modes, bad files, images in more than one split (identical or near-duplicates), quality checks (dark, bright,
+blurry, odd aspect, grey in colour, near-constant), and suggested settings. Takes fit's --config files and
 options (only data.* and model.class_weights are read), and uses (or builds) the same image cache as fit.
 
   --json    print the report as JSON instead of a table

@@ -1,0 +1,84 @@
+"""The ``preprocessing`` section of ``model.json``: every rule a client in another language needs to reproduce
+``litstarter infer``'s input bit for bit (``examples/preprocess_reference.py`` follows it in NumPy,
+``examples/node_client/`` in JavaScript).
+
+The rules are those of :func:`litstarter._engine.images.preprocess.load_image`, the cache's own loader. The resize
+and crop are two objects, ``resize`` and ``crop``, so that another filter (``resize.interpolation``, e.g. a
+backbone's ``bicubic``) or another crop fraction (``crop.crop_pct``: ``resize.size`` is then
+``image_size / crop_pct``) goes through the same fields; a reader that meets an ``interpolation`` it does not
+implement must refuse the model, as :class:`~litstarter.extras.deploy.contract.ModelContract` does.
+"""
+
+from __future__ import annotations
+
+#: Interpolations this litstarter implements (the cache and ``infer``), with their filter's support at scale 1.
+INTERPOLATIONS = {"bilinear": 1.0}
+
+STEPS = [
+    "decode the file; apply its EXIF orientation (tag 0x0112, values 2-8, as PIL's ImageOps.exif_transpose)",
+    "convert to color_mode by the rules in 'channels'",
+    "resize by the rules in 'resize': aspect kept, so that the image covers resize.size; centre-crop resize.size",
+    "centre-crop crop.size (top = (H - h) // 2, left = (W - w) // 2)",
+    "stack to (N, C, H, W) uint8 with values 0..255; do not normalise, the graph applies mean/std",
+]
+
+CHANNELS = {
+    "16_bit": "I;16 and I images: value * 255 / 65535 (an I image whose values are all <= 255: value * 1);"
+    " F images: value * 255 if max <= 1, else value; rounded half to even, clipped to 0..255; then mode L",
+    "palette": "P: palette lookup to RGBA if the image has transparency (one index, or one alpha per entry), else RGB",
+    "alpha": "RGBA, LA and PA are composited onto opaque white with PIL's integer rounding: t = (c * a + 255 *"
+    " (255 - a)) * 128 + 16384; value = (((t >> 8) + t) >> 8) >> 7; a = 0 gives 255",
+    "to_L": "L = (19595 R + 38470 G + 7471 B + 32768) >> 16 (ITU-R 601-2 luma, 16-bit fixed point)",
+    "to_RGB": "a grey value goes into all three channels",
+    "other": "CMYK, YCbCr, LAB, HSV: Pillow's convert('RGB') (or 'L')",
+}
+
+
+def resize_fields(resize_size: tuple[int, int], interpolation: str) -> dict:
+    """``preprocessing.resize``: the size, filter, antialiasing, rounding, pass order and crop of the resize."""
+    return {
+        "size": list(resize_size),
+        "fit": "cover",
+        "interpolation": interpolation,
+        "filter_support": INTERPOLATIONS[interpolation],
+        "antialias": True,
+        "antialias_rule": "reducing an axis by s = in / out > 1 stretches the filter by s: support filter_support * s,"
+        " weight of input pixel x: filter((x + 0.5 - center) / s); enlarging uses the filter as is",
+        "size_rounding": "half_to_even",
+        "new_size": "scale = max(size[0] / h, size[1] / w) in float64; new_w = max(size[1], round(w * scale)),"
+        " new_h = max(size[0], round(h * scale)), round() rounding halves to even (Python's, not JavaScript's"
+        " Math.round); no resize if both sides are unchanged",
+        "taps": "output pixel i is centred at center = (i + 0.5) * in / out; its input pixels run from"
+        " max(0, int(center - support + 0.5)) to min(in, int(center + support + 0.5)) (int truncates)",
+        "weights": "normalised to sum 1 (summed in order), then to fixed point: int(w * 2^22 + 0.5)",
+        "passes": "width first, then height, each only if that side changes; each output rounded to uint8:"
+        " (2^21 + sum(pixel * weight)) >> 22, clipped to 0..255",
+        "crop": "centre: left = (new_w - size[1]) // 2, top = (new_h - size[0]) // 2",
+    }
+
+
+def preprocessing_fields(
+    color_mode: str, resize_size: tuple[int, int], image_size: tuple[int, int], interpolation: str
+) -> dict:
+    """The whole ``preprocessing`` object of ``model.json``.
+
+    Args:
+        color_mode: ``L`` or ``RGB``.
+        resize_size: ``(height, width)`` images are resized to cover and centre-cropped to (the cache's size).
+        image_size: ``(height, width)`` centre-cropped out of that: the model's input.
+        interpolation: A key of :data:`INTERPOLATIONS`.
+    """
+    return {
+        "color_mode": color_mode,
+        "resize_size": list(resize_size),
+        "image_size": list(image_size),
+        "resample": interpolation,  # the first layout's name for resize.interpolation, kept for its readers
+        "resize": resize_fields(resize_size, interpolation),
+        "crop": {
+            "size": list(image_size),
+            "position": "center",
+            "crop_pct": round(min(i / r for i, r in zip(image_size, resize_size, strict=True)), 6),
+        },
+        "channels": CHANNELS,
+        "steps": STEPS,
+    }
