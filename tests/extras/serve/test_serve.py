@@ -54,9 +54,12 @@ class Server:
         return self.proc.wait(timeout)
 
 
-def start_server(model: Path, *args: str, slow_white: float = 0.0, timeout: float = 120) -> Server:
-    """Start ``python -m tests.extras.serve.serve_process --model MODEL --port 0 ARGS`` and wait for its ready line."""
-    env = {"LITSTARTER_TEST_SLOW_WHITE": str(slow_white)} if slow_white else {}
+def start_server(
+    model: Path, *args: str, slow_white: float = 0.0, timeout: float = 120, env: dict | None = None, ready_line=READY
+) -> Server:
+    """Start ``python -m tests.extras.serve.serve_process --model MODEL --port 0 ARGS`` and wait for its ready line
+    (or the first line ``ready_line`` matches: its group 1 is the URL)."""
+    env = {**(env or {}), **({"LITSTARTER_TEST_SLOW_WHITE": str(slow_white)} if slow_white else {})}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.extras.serve.serve_process", "--model", str(model), "--port", "0", *args],
         cwd=REPO,
@@ -71,7 +74,7 @@ def start_server(model: Path, *args: str, slow_white: float = 0.0, timeout: floa
     def read() -> None:
         for line in proc.stdout:
             server.lines.append(line.rstrip("\n"))
-            match = READY.match(line)
+            match = ready_line.match(line)
             if match:
                 server.url = match.group(1)
                 ready.set()

@@ -237,7 +237,7 @@ def test_usage_errors_are_one_line(tmp_path, capsys):
 
 
 def test_the_server_modules_import_no_torch():
-    modules = ["command", "app", "request", "options", "batcher"]
+    modules = ["command", "app", "request", "options", "batcher", "service", "v2", "tensors", "metrics", "shutdown"]
     script = "import sys\n" + "".join(f"import litstarter.extras.serve.{m}\n" for m in modules)
     script += "print(sorted(m for m in ('torch', 'torchvision', 'lightning') if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
