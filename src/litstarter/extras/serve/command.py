@@ -7,8 +7,10 @@ Usage::
 
 It takes what ``litstarter infer`` takes (``.ckpt``, ``weights.pt``, ``model.ts``, ``model.pt2``, ``.onnx``)
 through the same backends, contract and preprocessing. With an ``.onnx`` model it imports neither torch nor
-Lightning. On SIGTERM (or Ctrl+C) it stops accepting connections, answers every request it has accepted, and
-exits 0. The routes are in :mod:`litstarter.extras.serve.app`, the request checks in
+Lightning. It answers from the start and loads the model in the background (readiness 503 until then). On
+SIGTERM (or Ctrl+C) readiness turns 503, it serves ``--drain_seconds`` more, stops accepting connections,
+answers every request it has accepted, and exits 0 (:mod:`litstarter.extras.serve.shutdown`). The routes are in
+:mod:`litstarter.extras.serve.app` (the protocol's in :mod:`litstarter.extras.serve.v2`), the request checks in
 :mod:`litstarter.extras.serve.request`, the batching in :mod:`litstarter.extras.serve.batcher`.
 """
 
