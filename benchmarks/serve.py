@@ -77,15 +77,12 @@ def export_resnet18(path: Path) -> None:
     write_onnx(net, path, contract, example)
 
 
-def model_alone(model: Path, sizes: list[int], seconds: float = 3.0) -> dict[int, float]:
-    """Milliseconds per image of the model alone (no HTTP) at each batch size, loaded as the server loads it.
+def model_alone(backend, sizes: list[int], seconds: float = 2.0) -> dict[int, float]:
+    """Milliseconds per image of the model alone (no HTTP) at each batch size (the servers idle meanwhile).
 
     A server that batches well spends its time in the model: at the batch sizes it forms, the model alone is its
     ceiling, measured in the same run.
     """
-    from litstarter.extras.serve.command import load_backends
-
-    backend = load_backends(str(model), workers=1, num_threads=None)[0]  # what `litstarter serve` uses
     per_image = {}
     for size in sorted(set(sizes)):
         images = np.random.default_rng(0).integers(0, 255, (size, 3, IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
@@ -230,34 +227,51 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     args = parser.parse_args()
 
+    from litstarter.extras.serve.command import load_backends
+
     top = max(args.concurrency)
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "model.onnx"
         export_resnet18(model)
+        backend = load_backends(str(model), workers=1, num_threads=None)[0]  # what `litstarter serve` uses
         servers = {size: start_server(model, size) for size in (32, 1)}
         try:
             request = {size: jpeg_request(host, port) for size, (_, host, port) in servers.items()}
             for size, server in servers.items():  # warm up: thread pools, allocator, ORT's first runs
                 measure(server, request[size], 8, 100)
             measure(servers[32], None, 8, 100)
-            runs: dict[tuple, list[dict]] = {}
+            runs: dict = {}
             for _ in range(args.rounds):
                 for concurrency in args.concurrency:
                     for size, server in servers.items():
                         runs.setdefault((concurrency, size), []).append(
                             measure(server, request[size], concurrency, args.requests)
                         )
+                # The model alone right after the server's cell, at the batch it formed: a busy neighbour on a
+                # shared machine then slows both alike.
+                runs.setdefault("alone", []).append(against_model(backend, runs[(top, 32)][-1]))
                 runs.setdefault("protocol", []).append(measure(servers[32], None, top, args.requests))
-            mean_batch = statistics.median(run["mean_batch"] for run in runs[(top, 32)])
-            alone = model_alone(model, [1, max(1, round(mean_batch)), 32])  # the servers idle meanwhile
         finally:
             for proc, _, _ in servers.values():
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(60)
-    report(args, runs, alone, mean_batch)
+    report(args, runs)
 
 
-def report(args: argparse.Namespace, runs: dict, alone: dict[int, float], mean_batch: float) -> None:
+def against_model(backend, cell: dict) -> dict:
+    """The server's cell against the model alone, timed now, at the mean batch the server formed and at 32."""
+    formed = max(1, round(cell["mean_batch"]))
+    alone = model_alone(backend, [1, formed, 32])
+    return {
+        "at_mean": cell["rps"] * alone[formed] / 1000,  # req/s over the model's images/s at that batch
+        "at_32": cell["rps"] * alone[32] / 1000,
+        "gain": alone[1] / alone[32],
+        "formed": formed,
+        **{"ms_1": alone[1], "ms_mean": alone[formed], "ms_32": alone[32]},
+    }
+
+
+def report(args: argparse.Namespace, runs: dict) -> None:
     """Print the table and the targets."""
     top, low = max(args.concurrency), min(args.concurrency)
 
@@ -279,17 +293,19 @@ def report(args: argparse.Namespace, runs: dict, alone: dict[int, float], mean_b
             f"{median(cell, 'p99_ms'):>7.2f}  {median(cell, 'mean_batch'):>10.1f}  "
             f"{100 * median(cell, 'client_share'):>9.0f}%"
         )
-    at_mean = max(1, round(mean_batch))
     rps = median((top, 32), "rps")
+    for i, alone in enumerate(runs["alone"], start=1):
+        print(
+            f"round {i}: the model alone (no HTTP) {alone['ms_1']:.2f} ms/image at batch 1, "
+            f"{alone['ms_mean']:.2f} at batch {alone['formed']} (the server's mean batch), "
+            f"{alone['ms_32']:.2f} at batch 32 (batching can give at most {alone['gain']:.2f}x); the server's "
+            f"req/s at concurrency {top} = {alone['at_mean']:.2f}x the model alone at its mean batch, "
+            f"{alone['at_32']:.2f}x at batch 32"
+        )
     print(
-        "the model alone (no HTTP): "
-        + ", ".join(f"{alone[size]:.2f} ms/image at batch {size}" for size in sorted(alone))
-        + f": batching can give at most {alone[1] / alone[32]:.2f}x on this machine"
-    )
-    print(
-        f"concurrency {top}, batching: the server's {rps:.1f} req/s are {rps * alone[at_mean] / 1000:.2f}x the "
-        f"model alone at the mean batch {mean_batch:.1f} ({1000 / alone[at_mean]:.1f} images/s at batch {at_mean}; "
-        f"target >= 0.9), {rps * alone[32] / 1000:.2f}x at batch 32 ({1000 / alone[32]:.1f} images/s)"
+        f"concurrency {top}, batching (median of rounds): the server's requests/s are "
+        f"{median('alone', 'at_mean'):.2f}x the model alone's images/s at the mean batch it formed "
+        f"({median((top, 32), 'mean_batch'):.1f}; target >= 0.9), {median('alone', 'at_32'):.2f}x at batch 32"
     )
     speedup = rps / median((top, 1), "rps")
     lone = median((low, 32), "p50_ms") / median((low, 1), "p50_ms")
