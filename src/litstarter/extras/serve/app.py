@@ -104,6 +104,7 @@ class Routes:
 
     def __init__(self, service: Service) -> None:
         self.service = service
+        self.info_body: dict | None = None
 
     async def predict(self, request: Request) -> JSONResponse:
         """``POST /predict``: one image in, its top-k out; every failure is this request's alone."""
@@ -135,7 +136,9 @@ class Routes:
         s = self.service
         if s.backend is None:
             return JSONResponse({"error": "the model is still loading; retry later"}, 503)
-        return JSONResponse({"model": model_info(s.backend), "server": asdict(s.options)})
+        if self.info_body is None:  # read once: the report beside the model does not change while it is served
+            self.info_body = {"model": model_info(s.backend), "server": asdict(s.options)}
+        return JSONResponse(self.info_body)
 
     async def stats(self, request: Request) -> JSONResponse:
         """``GET /stats``: requests by status and in flight, and the histogram of batch sizes."""

@@ -50,6 +50,8 @@ EXTENSIONS = ["binary_tensor_data", "classification"]
 BYTES_INPUT = "image_bytes"
 PROBABILITIES = "probabilities"
 VERSION = "1"
+#: Bodies over this many bytes are parsed in a thread.
+PARSE_IN_THREAD = 1 << 20
 #: Request bodies of these media types are read (tritonclient sends none).
 BODY_TYPES = ("", "application/json", "application/octet-stream")
 
@@ -129,13 +131,18 @@ class ProtocolRoutes:
         s = self.service
         self._check_model(request)
         content_type, encoding = request.headers.get("content-type"), request.headers.get("content-encoding", "")
-        if media_type(content_type) not in BODY_TYPES or encoding.strip().lower() not in ("", "identity"):
-            what = f"Content-Encoding {encoding!r}" if encoding else f"Content-Type {content_type!r}"
+        compressed = encoding.strip().lower() not in ("", "identity")
+        if media_type(content_type) not in BODY_TYPES or compressed:
+            what = f"Content-Encoding {encoding!r}" if compressed else f"Content-Type {content_type!r}"
             raise RequestError(415, f"{what} is not accepted: send an uncompressed JSON inference request")
         declared, limit = request.headers.get("content-length", ""), s.options.max_bytes
         if declared.isdigit() and int(declared) > limit:
             raise RequestError(413, f"the body is {declared} bytes, over the limit of {limit} (--max_bytes)")
-        parsed = parse_request(await body.read(limit), request.headers.get(HEADER_LENGTH))
+        data, header_length = await body.read(limit), request.headers.get(HEADER_LENGTH)
+        if len(data) > PARSE_IN_THREAD:  # a large JSON body would hold up the event loop while it is parsed
+            parsed = await run_in_threadpool(parse_request, data, header_length)
+        else:
+            parsed = parse_request(data, header_length)
         self._check_outputs(parsed)
         images = await self._images(parsed)  # (B, C, H, W) uint8
         outputs = self._outputs(parsed, np.stack(await s.predict(images)))  # (B, K) logits
