@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import io
 import itertools
 import json
@@ -134,32 +133,32 @@ async def closed_loop(host: str, port: int, request: bytes, concurrency: int, to
     return latencies
 
 
-def triton_loop(host: str, port: int, concurrency: int, total: int) -> list[float]:
+async def triton_loop(host: str, port: int, concurrency: int, total: int) -> list[float]:
     """tritonclient keeps ``concurrency`` one-image UINT8 requests in flight until ``total`` are answered.
 
-    ``async_infer`` on tritonclient's gevent pool; each answer collected (oldest first) is replaced by a new
-    request, so the loop is closed up to that order. Returns each request's latency (s).
+    tritonclient's asyncio client (``tritonclient.http.aio``), one coroutine per connection, each sending its
+    next request as soon as its answer arrives: the same closed loop as the raw route's. Returns each request's
+    latency (s).
     """
-    import tritonclient.http as triton_http
+    import tritonclient.http.aio as triton_aio
 
-    client = triton_http.InferenceServerClient(f"{host}:{port}", concurrency=concurrency, network_timeout=60)
     image = np.random.default_rng(0).integers(0, 255, (1, 3, IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
-    tensor = triton_http.InferInput("input", list(image.shape), "UINT8")
+    tensor = triton_aio.InferInput("input", list(image.shape), "UINT8")
     tensor.set_data_from_numpy(image)  # binary, tritonclient's default
-    outputs = [triton_http.InferRequestedOutput("probabilities")]
-    pending: collections.deque = collections.deque()
-    sent, latencies = 0, []
-    while sent < min(concurrency, total):
-        pending.append((time.perf_counter(), client.async_infer("model", [tensor], outputs=outputs)))
-        sent += 1
-    while pending:
-        started, request = pending.popleft()
-        request.get_result()  # raises on an error answer
-        latencies.append(time.perf_counter() - started)
-        if sent < total:
-            pending.append((time.perf_counter(), client.async_infer("model", [tensor], outputs=outputs)))
-            sent += 1
-    client.close()
+    outputs = [triton_aio.InferRequestedOutput("probabilities")]
+    counter, latencies = itertools.count(), []
+    client = triton_aio.InferenceServerClient(f"{host}:{port}", conn_limit=concurrency)
+
+    async def connection() -> None:
+        while next(counter) < total:
+            started = time.perf_counter()
+            await client.infer("model", [tensor], outputs=outputs)  # raises on an error answer
+            latencies.append(time.perf_counter() - started)
+
+    try:
+        await asyncio.gather(*(connection() for _ in range(concurrency)))
+    finally:
+        await client.close()
     return latencies
 
 
@@ -203,7 +202,7 @@ def measure(server: tuple[subprocess.Popen, str, int], request: bytes | None, co
     batches_before = batches(host, port)
     client_before, server_before, started = own_cpu_seconds(), cpu_seconds(proc.pid), time.perf_counter()
     if request is None:
-        latencies = triton_loop(host, port, concurrency, total)
+        latencies = asyncio.run(triton_loop(host, port, concurrency, total))
     else:
         latencies = asyncio.run(closed_loop(host, port, request, concurrency, total))
     wall = time.perf_counter() - started
