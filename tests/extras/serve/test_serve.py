@@ -321,6 +321,15 @@ def test_a_request_past_its_deadline_gets_504_and_serving_goes_on(digits_export,
             for path in image_files[:4]:  # the other worker serves while the slow prediction still runs
                 assert_same_as_infer(post_file(client, path, as_json=False), infer_rows[path.name])
             assert stats(client)["requests"]["by_status"] == {"200": 4, "504": 1}
+            from prometheus_client.parser import text_string_to_metric_families
+
+            samples = {
+                (s.name, tuple(sorted(s.labels.items()))): s.value
+                for family in text_string_to_metric_families(client.get("/metrics").text)
+                for s in family.samples
+            }
+            assert samples[("litstarter_requests_timed_out_total", ())] == 1
+            assert samples[("litstarter_requests_total", (("route", "/predict"), ("status", "504")))] == 1
     finally:
         rc = server.stop()
     assert rc == 0, server.output()
