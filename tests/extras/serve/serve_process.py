@@ -5,7 +5,9 @@ Two things beyond the command itself:
 - after the server has stopped, it prints the heavy modules it imported and exits 3 if there are any, so that
   serving an ONNX model is checked to be torch-free the way ``infer`` is (``sys.modules``, in the server process);
 - ``LITSTARTER_TEST_SLOW_WHITE=<seconds>`` is a fault on cue: a batch holding an all-white image takes that much
-  longer to predict, so that a test can hold requests in flight or run past a deadline.
+  longer to predict, so that a test can hold requests in flight or run past a deadline;
+- ``LITSTARTER_TEST_SLOW_LOAD=<seconds>``: loading the model takes that much longer, so that a test can probe
+  the server while it loads.
 
 Usage: ``python -m tests.extras.serve.serve_process --model model.onnx --port 0 ...`` (serve's options).
 """
@@ -33,7 +35,22 @@ def slow_down_white_images(seconds: float) -> None:
     Backend.__call__ = slow_call
 
 
+def slow_down_loading(seconds: float) -> None:
+    """Make loading the model ``seconds`` slower."""
+    from litstarter.extras.serve import command
+
+    load = command.load_backends
+
+    def slow_load(*args, **kwargs):
+        time.sleep(seconds)
+        return load(*args, **kwargs)
+
+    command.load_backends = slow_load
+
+
 if __name__ == "__main__":
+    if os.environ.get("LITSTARTER_TEST_SLOW_LOAD"):
+        slow_down_loading(float(os.environ["LITSTARTER_TEST_SLOW_LOAD"]))
     if os.environ.get("LITSTARTER_TEST_SLOW_WHITE"):
         slow_down_white_images(float(os.environ["LITSTARTER_TEST_SLOW_WHITE"]))
     rc = main(["serve", *sys.argv[1:]])

@@ -54,9 +54,12 @@ class Server:
         return self.proc.wait(timeout)
 
 
-def start_server(model: Path, *args: str, slow_white: float = 0.0, timeout: float = 120) -> Server:
-    """Start ``python -m tests.extras.serve.serve_process --model MODEL --port 0 ARGS`` and wait for its ready line."""
-    env = {"LITSTARTER_TEST_SLOW_WHITE": str(slow_white)} if slow_white else {}
+def start_server(
+    model: Path, *args: str, slow_white: float = 0.0, timeout: float = 120, env: dict | None = None, ready_line=READY
+) -> Server:
+    """Start ``python -m tests.extras.serve.serve_process --model MODEL --port 0 ARGS`` and wait for its ready line
+    (or the first line ``ready_line`` matches: its group 1 is the URL)."""
+    env = {**(env or {}), **({"LITSTARTER_TEST_SLOW_WHITE": str(slow_white)} if slow_white else {})}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.extras.serve.serve_process", "--model", str(model), "--port", "0", *args],
         cwd=REPO,
@@ -71,7 +74,7 @@ def start_server(model: Path, *args: str, slow_white: float = 0.0, timeout: floa
     def read() -> None:
         for line in proc.stdout:
             server.lines.append(line.rstrip("\n"))
-            match = READY.match(line)
+            match = ready_line.match(line)
             if match:
                 server.url = match.group(1)
                 ready.set()
@@ -318,6 +321,15 @@ def test_a_request_past_its_deadline_gets_504_and_serving_goes_on(digits_export,
             for path in image_files[:4]:  # the other worker serves while the slow prediction still runs
                 assert_same_as_infer(post_file(client, path, as_json=False), infer_rows[path.name])
             assert stats(client)["requests"]["by_status"] == {"200": 4, "504": 1}
+            from prometheus_client.parser import text_string_to_metric_families
+
+            samples = {
+                (s.name, tuple(sorted(s.labels.items()))): s.value
+                for family in text_string_to_metric_families(client.get("/metrics").text)
+                for s in family.samples
+            }
+            assert samples[("litstarter_requests_timed_out_total", ())] == 1
+            assert samples[("litstarter_requests_total", (("route", "/predict"), ("status", "504")))] == 1
     finally:
         rc = server.stop()
     assert rc == 0, server.output()

@@ -222,6 +222,8 @@ def test_usage_errors_are_one_line(tmp_path, capsys):
         (["--model", str(tmp_path / "nope.onnx")], 2, "--model not found"),
         (["--model", str(onnx), "--max_batch_size", "0"], 2, "--max_batch_size must be >= 1, got 0"),
         (["--model", str(onnx), "--batch_timeout", "40"], 2, "--batch_timeout must be >= 0 and below"),
+        (["--model", str(onnx), "--drain_seconds", "-1"], 2, "--drain_seconds must be >= 0, got -1"),
+        (["--model", str(onnx), "--model_name", "my model"], 2, "--model_name must be letters, digits"),
         (["--model", str(onnx), "--port", "0"], 1, f"cannot load {onnx} as an ONNX model"),
         (["--model", str(tmp_path / "weights.bin"), "--port", "0"], 2, "--model not found"),
     ]
@@ -237,7 +239,7 @@ def test_usage_errors_are_one_line(tmp_path, capsys):
 
 
 def test_the_server_modules_import_no_torch():
-    modules = ["command", "app", "request", "options", "batcher"]
+    modules = ["command", "app", "request", "options", "batcher", "service", "v2", "tensors", "metrics", "shutdown"]
     script = "import sys\n" + "".join(f"import litstarter.extras.serve.{m}\n" for m in modules)
     script += "print(sorted(m for m in ('torch', 'torchvision', 'lightning') if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)

@@ -40,12 +40,14 @@ from litstarter.extras.deploy.export_folder import (
     ARTIFACT_NAMES,
     FORMATS,
     REPORT_NAME,
+    TRITON_DIR,
     check_out_dir,
     make_staging,
     replace_export,
     run_folder,
 )
 from litstarter.extras.deploy.quantize import quantize_int8
+from litstarter.extras.deploy.triton import write_triton_repository
 from litstarter.extras.deploy.verify import ArtifactRejected, Tolerances, compare, format_report, run_batches
 from litstarter.extras.deploy.writers import write_exported, write_onnx, write_torchscript, write_weights
 from litstarter.models import Classifier
@@ -165,6 +167,7 @@ def export_checkpoint(
     verify_samples: int = 512,
     tolerances: Tolerances = Tolerances(),
     trust_model: bool = False,
+    triton_max_batch_size: int | None = None,
 ) -> dict:
     """Export, verify and report; the returned report (also ``export_report.json``) says which artifacts passed.
 
@@ -183,6 +186,8 @@ def export_checkpoint(
         tolerances: What each artifact must meet.
         trust_model: Export a checkpoint whose backbone class lives outside litstarter (loading it imports and runs
             that class's module).
+        triton_max_batch_size: Also write a Triton model repository ``triton/`` from the verified ``model.onnx``
+            with this ``max_batch_size`` (:mod:`.triton`); ``None``: none. Needs ``"onnx"`` in ``formats``.
 
     Raises:
         FileNotFoundError: If the checkpoint does not exist.
@@ -192,6 +197,8 @@ def export_checkpoint(
     ckpt_path = Path(ckpt_path)
     if not formats or any(f not in FORMATS for f in formats):
         raise ExportError(f"--formats {list(formats)}: expected some of {list(FORMATS)}")
+    if triton_max_batch_size is not None and "onnx" not in formats:
+        raise ExportError(f"--triton needs the onnx format, and --formats is {list(formats)}")
     net, hparams = classifier_from_checkpoint(ckpt_path, trust_model=trust_model)
     out = Path(out) if out is not None else run_folder(ckpt_path) / "export"
     check_out_dir(out, overwrite)
@@ -207,6 +214,10 @@ def export_checkpoint(
         job = ExportJob(net, contract, data, staging, opset, tolerances)
         # In FORMATS order: onnx before int8, which quantizes the model.onnx verified before it.
         results = {FORMATS[fmt][0]: job.export(fmt) for fmt in FORMATS if fmt in formats}
+        if triton_max_batch_size is not None and "model.onnx" in job.artifacts:
+            write_triton_repository(
+                staging / "model.onnx", contract, staging / TRITON_DIR, "model", triton_max_batch_size
+            )
         write_json(staging / SIDECAR_NAME, {**contract.to_dict(), "artifacts": job.artifacts, "source": source})
         report = job.report(results, source, out)
         write_json(staging / REPORT_NAME, report)
@@ -249,6 +260,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="Export a checkpoint whose backbone is your own class (outside litstarter): loading it imports and "
         "runs that class's module, so only for code you trust.",
     )
+    parser.add_argument(
+        "--triton",
+        action="store_true",
+        help="Also write a Triton model repository from the verified model.onnx: triton/model/config.pbtxt, "
+        "triton/model/1/model.onnx and triton/model/labels.txt.",
+    )
+    parser.add_argument(
+        "--triton_max_batch_size", type=int, default=32, help="max_batch_size in the Triton config (with --triton)."
+    )
     parser.add_argument("--opset", type=int, default=18, help="ONNX opset (18 or newer).")
     parser.add_argument("--calibration_images", type=int, default=300, help="Train images to calibrate INT8 with.")
     parser.add_argument("--verify_samples", type=int, default=512, help="Test images to verify every artifact on.")
@@ -265,6 +285,8 @@ def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.opset < 18:
         raise UsageError(f"--opset must be 18 or newer, got {args.opset}")
+    if args.triton and args.triton_max_batch_size < 1:
+        raise UsageError(f"--triton_max_batch_size must be >= 1, got {args.triton_max_batch_size}")
     report = export_checkpoint(
         args.ckpt_path,
         args.out,
@@ -275,10 +297,12 @@ def _run(argv: Sequence[str] | None) -> int:
         args.calibration_images,
         args.verify_samples,
         trust_model=args.trust_model,
+        triton_max_batch_size=args.triton_max_batch_size if args.triton else None,
     )
     print(format_report(report))
+    triton = f", {TRITON_DIR}/model/" if args.triton and (Path(report["out"]) / TRITON_DIR).is_dir() else ""
     print(
-        f"wrote {', '.join(n for n, r in report['artifacts'].items() if r['passed'])}, {SIDECAR_NAME} and "
+        f"wrote {', '.join(n for n, r in report['artifacts'].items() if r['passed'])}{triton}, {SIDECAR_NAME} and "
         f"{REPORT_NAME} to {report['out']}"
     )
     if not report["passed"]:

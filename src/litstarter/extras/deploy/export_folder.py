@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -21,9 +22,11 @@ FORMATS: dict[str, tuple[str, str]] = {
     "int8": ("model.int8.onnx", "onnx"),
 }
 REPORT_NAME = "export_report.json"
+#: The Triton model repository ``litstarter export --triton`` writes (a folder; see :mod:`.triton`).
+TRITON_DIR = "triton"
 ARTIFACT_NAMES = tuple(name for name, _ in FORMATS.values())
 #: Every file an export writes; an --out folder holding any of them already holds an export.
-EXPORT_FILES = frozenset([*ARTIFACT_NAMES, SIDECAR_NAME, REPORT_NAME])
+EXPORT_FILES = frozenset([*ARTIFACT_NAMES, SIDECAR_NAME, REPORT_NAME, TRITON_DIR])
 
 
 def run_folder(ckpt_path: Path) -> Path:
@@ -42,7 +45,9 @@ def replace_export(staging: Path, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name in (SIDECAR_NAME, REPORT_NAME, *ARTIFACT_NAMES):
         (out / name).unlink(missing_ok=True)
-    for name in (*ARTIFACT_NAMES, SIDECAR_NAME, REPORT_NAME):
+    if (out / TRITON_DIR).is_dir():
+        shutil.rmtree(out / TRITON_DIR)
+    for name in (TRITON_DIR, *ARTIFACT_NAMES, SIDECAR_NAME, REPORT_NAME):
         if (staging / name).exists():
             os.replace(staging / name, out / name)
 

@@ -1,5 +1,5 @@
 """``litstarter serve``: an HTTP server for a checkpoint or any exported model, batching requests (uses deploy)."""
 
 COMMANDS = {"serve": ("command", "answer HTTP requests with a checkpoint or any exported model, batching them")}
-NEEDS = {"serve": ("starlette", "uvicorn")}
+NEEDS = {"serve": ("starlette", "uvicorn", "prometheus_client")}
 PARTS = ("tests/extras/serve", "docs/serve.md", "benchmarks/serve.py", "examples/serve_client.py")

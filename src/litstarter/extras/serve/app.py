@@ -1,4 +1,4 @@
-"""The HTTP app behind ``litstarter serve``: routes, the per-request deadline and the counters.
+"""The HTTP app behind ``litstarter serve``: our JSON routes, the protocol's, the probes and the metrics.
 
 | route | answers |
 | --- | --- |
@@ -6,18 +6,19 @@
 | ``GET /health`` | 200 ``{"status": "ok"}`` once the model is loaded; 503 while starting or draining |
 | ``GET /info`` | the model's contract, the artifact and its line from ``export_report.json``; the server options |
 | ``GET /stats`` | requests by status, requests in flight, and the histogram of batch sizes |
+| ``GET /metrics`` | the same and more in Prometheus' text format (:mod:`litstarter.extras.serve.metrics`) |
+| ``/v2/...`` | the Open Inference Protocol (KServe v2) and its probes (:mod:`litstarter.extras.serve.v2`) |
 
 Each request is read, checked and decoded on its own (:mod:`litstarter.extras.serve.request`) before it joins a batch
 (:mod:`litstarter.extras.serve.batcher`), all under one deadline (``request_timeout``): past it the client gets 504, and
-the server goes on. Torch-free: Starlette, numpy, Pillow and the backend's runtime only.
+the server goes on. The model loads in the background (:mod:`litstarter.extras.serve.service`): the server answers
+probes from the start. Torch-free: Starlette, numpy, Pillow and the backend's runtime only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
-from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict
@@ -32,47 +33,12 @@ from starlette.routing import Route
 
 from litstarter.extras.deploy.backends import Backend
 from litstarter.extras.deploy.infer import softmax
-from litstarter.extras.serve.batcher import DynamicBatcher
 from litstarter.extras.serve.options import ServeOptions
-from litstarter.extras.serve.request import (
-    DISCARD_LIMIT,
-    DISCARD_SECONDS,
-    Body,
-    RequestError,
-    check_content_type,
-    decode_image,
-    image_bytes,
-)
-
-logger = logging.getLogger("litstarter.extras.serve.command")
+from litstarter.extras.serve.request import Body, RequestError, check_content_type, decode_image, image_bytes
+from litstarter.extras.serve.service import Service
+from litstarter.extras.serve.v2 import ProtocolRoutes
 
 REPORT_NAME = "export_report.json"  # written by litstarter export beside the artifacts
-
-
-class ServerState:
-    """Counters for ``/stats`` and the shutdown log line, and whether the server is draining."""
-
-    def __init__(self) -> None:
-        self.by_status: Counter[int] = Counter()
-        self.received = 0
-        self.in_flight = 0
-        self.draining = False
-
-    def summary(self, batcher: DynamicBatcher) -> dict:
-        """The ``/stats`` body."""
-        sizes = dict(sorted(batcher.batch_sizes.items()))
-        return {
-            "requests": {
-                "received": self.received,
-                "in_flight": self.in_flight,
-                "by_status": {str(k): v for k, v in sorted(self.by_status.items())},
-            },
-            "batches": {
-                "count": sum(sizes.values()),
-                "images": sum(size * n for size, n in sizes.items()),
-                "sizes": {str(size): n for size, n in sizes.items()},
-            },
-        }
 
 
 def top_predictions(logits: np.ndarray, class_names: Sequence[str], k: int) -> list[list[dict]]:
@@ -129,119 +95,115 @@ def model_info(backend: Backend) -> dict:
     }
 
 
-def error(status: int, message: str, close: bool = False) -> JSONResponse:
-    """``{"error": message}``; ``close`` ends the connection (its body may be unread)."""
-    return JSONResponse({"error": message}, status, headers={"Connection": "close"} if close else None)
-
-
 class Routes:
-    """The route handlers, sharing the model, the batcher and the counters.
+    """Our JSON routes (``/predict``, ``/health``, ``/info``, ``/stats``), on the shared :class:`Service`.
 
     Args:
-        backends: The loaded model, once per worker.
-        options: Batching, limits and the deadline.
+        service: The model, the batcher and the counters.
     """
 
-    def __init__(self, backends: Sequence[Backend], options: ServeOptions) -> None:
-        self.backend = backends[0]
-        self.contract = self.backend.contract
-        self.options = options
-        k = min(options.topk, self.contract.num_classes)
-
-        def worker(model: Backend) -> Callable[[np.ndarray], list]:
-            return lambda images: top_predictions(model(images), self.contract.class_names, k)
-
-        self.batcher = DynamicBatcher([worker(b) for b in backends], options.max_batch_size, options.batch_timeout)
-        self.state = ServerState()
-        self.info_body = {"model": model_info(self.backend), "server": asdict(options)}
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.info_body: dict | None = None
 
     async def predict(self, request: Request) -> JSONResponse:
         """``POST /predict``: one image in, its top-k out; every failure is this request's alone."""
-        self.state.received += 1
-        self.state.in_flight += 1
-        body = Body(request.receive)
-        try:
-            response = await asyncio.wait_for(self._answer(request, body), self.options.request_timeout)
-        except RequestError as err:
-            response = await self._refuse(body, err.status, err.message)
-        except asyncio.TimeoutError:
-            late = f"no answer within --request_timeout {self.options.request_timeout:g} s"
-            response = error(504, late, close=True)  # the body may be half read
-        except Exception as err:  # the model failed on this request's batch: a server error, logged in full
-            logger.exception("the model failed on a batch")
-            reason = str(err).splitlines()[0] if str(err) else ""
-            response = error(500, f"the model failed: {type(err).__name__}: {reason}")
-        finally:
-            self.state.in_flight -= 1
-        self.state.by_status[response.status_code] += 1
-        return response
+        return await self.service.guarded(body := Body(request.receive), lambda: self._answer(request, body))
 
     async def _answer(self, request: Request, body: Body) -> JSONResponse:
+        s = self.service
         kind = check_content_type(request.headers.get("content-type"))
-        declared, limit = request.headers.get("content-length", ""), self.options.max_bytes
+        declared, limit = request.headers.get("content-length", ""), s.options.max_bytes
         if declared.isdigit() and int(declared) > limit:
             raise RequestError(413, f"the body is {declared} bytes, over the limit of {limit} (--max_bytes)")
         data = image_bytes(kind, await body.read(limit))
-        image = await run_in_threadpool(decode_image, data, self.contract, self.options.max_pixels)  # (C, H, W)
-        return JSONResponse({"predictions": await self.batcher.submit(image)})
-
-    async def _refuse(self, body: Body, status: int, message: str) -> JSONResponse:
-        try:
-            ended = await asyncio.wait_for(body.discard(DISCARD_LIMIT), DISCARD_SECONDS)
-        except asyncio.TimeoutError:
-            ended = False
-        return error(status, message, close=not ended)
+        contract = s.backend.contract
+        image = await run_in_threadpool(decode_image, data, contract, s.options.max_pixels)  # (C, H, W)
+        (logits,) = await s.predict(image[None])
+        k = min(s.options.topk, contract.num_classes)
+        return JSONResponse({"predictions": top_predictions(logits[None], contract.class_names, k)[0]})
 
     async def health(self, request: Request) -> JSONResponse:
         """``GET /health``: 200 once the workers run; 503 while starting or draining."""
-        if self.state.draining:
+        if self.service.state.draining:
             return JSONResponse({"status": "draining"}, 503)
-        if not self.batcher.running:
+        if not self.service.loaded:
             return JSONResponse({"status": "starting"}, 503)
-        return JSONResponse({"status": "ok", "model": self.backend.path.name})
+        return JSONResponse({"status": "ok", "model": self.service.backend.path.name})
 
     async def info(self, request: Request) -> JSONResponse:
         """``GET /info``: the model's contract, the artifact and its verification; the server's options."""
+        s = self.service
+        if s.backend is None:
+            return JSONResponse({"error": "the model is still loading; retry later"}, 503)
+        if self.info_body is None:  # read once: the report beside the model does not change while it is served
+            self.info_body = {"model": model_info(s.backend), "server": asdict(s.options)}
         return JSONResponse(self.info_body)
 
     async def stats(self, request: Request) -> JSONResponse:
         """``GET /stats``: requests by status and in flight, and the histogram of batch sizes."""
-        return JSONResponse(self.state.summary(self.batcher))
+        return JSONResponse(self.service.state.summary(self.service.batch_sizes()))
 
 
 def create_app(
-    backends: Sequence[Backend], options: ServeOptions, on_ready: Callable[[], None] | None = None
+    load: Callable[[], Sequence[Backend]],
+    options: ServeOptions,
+    model_name: str,
+    on_ready: Callable[[], None] | None = None,
+    on_failure: Callable[[BaseException], None] | None = None,
 ) -> Starlette:
-    """The Starlette app serving ``backends`` (one per model worker, all of the same model).
+    """The Starlette app serving the model ``load()`` returns (one backend per model worker, all the same model).
 
-    ``app.state.serve`` holds the counters (:class:`ServerState`), ``app.state.batcher`` the batcher.
+    The app answers from the start; ``load`` runs in a thread in the background. ``app.state.service`` holds
+    the model, the batcher and the counters (:class:`~litstarter.extras.serve.service.Service`).
 
     Args:
-        backends: The loaded model, once per worker.
+        load: Loads the model, once per worker (``litstarter serve``: :func:`~.command.load_backends`).
         options: Batching, limits and the deadline.
-        on_ready: Called once the workers are started (``litstarter serve`` prints its "listening" line there).
+        model_name: The model's name in the protocol routes.
+        on_ready: Called once the model is loaded and the workers are started.
+        on_failure: Called with the error if ``load`` raised (``litstarter serve`` then stops and reports it).
     """
-    routes = Routes(backends, options)
+    service = Service(options, model_name)
+    routes, v2, count = Routes(service), ProtocolRoutes(service), service.metrics.counted
+
+    async def load_then_start() -> None:
+        try:
+            await service.load(load)
+        except BaseException as err:  # noqa: BLE001 - the command reports it; the probes stay "not ready"
+            if on_failure is None or isinstance(err, asyncio.CancelledError):
+                raise
+            on_failure(err)
+            return
+        if on_ready is not None:
+            on_ready()
 
     @asynccontextmanager
     async def lifespan(app: Starlette):
-        await routes.batcher.start()
-        if on_ready is not None:
-            on_ready()
+        loading = asyncio.create_task(load_then_start(), name="load-model")
         try:
             yield
         finally:
-            await routes.batcher.stop()
+            loading.cancel()
+            await asyncio.gather(loading, return_exceptions=True)
+            await service.stop()
 
-    app = Starlette(
-        routes=[
-            Route("/predict", routes.predict, methods=["POST"]),
-            Route("/health", routes.health, methods=["GET"]),
-            Route("/info", routes.info, methods=["GET"]),
-            Route("/stats", routes.stats, methods=["GET"]),
-        ],
-        lifespan=lifespan,
-    )
-    app.state.serve = routes.state
-    app.state.batcher = routes.batcher
+    table = [
+        Route("/predict", count("/predict", routes.predict), methods=["POST"]),
+        Route("/health", count("/health", routes.health), methods=["GET"]),
+        Route("/info", count("/info", routes.info), methods=["GET"]),
+        Route("/stats", count("/stats", routes.stats), methods=["GET"]),
+        Route("/metrics", count("/metrics", service.metrics.endpoint), methods=["GET"]),
+        Route("/v2", count("/v2", v2.server_metadata), methods=["GET"]),
+        Route("/v2/health/live", count("/v2/health/live", v2.live), methods=["GET"]),
+        Route("/v2/health/ready", count("/v2/health/ready", v2.ready), methods=["GET"]),
+    ]
+    for base in ("/v2/models/{name}", "/v2/models/{name}/versions/{version}"):
+        table += [
+            Route(base, count(base, v2.model_metadata), methods=["GET"]),
+            Route(f"{base}/ready", count(f"{base}/ready", v2.model_ready), methods=["GET"]),
+            Route(f"{base}/infer", count(f"{base}/infer", v2.infer), methods=["POST"]),
+        ]
+    app = Starlette(routes=table, lifespan=lifespan)
+    app.state.service = service
     return app

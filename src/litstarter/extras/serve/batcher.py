@@ -62,6 +62,11 @@ class DynamicBatcher:
         """Whether the workers are started."""
         return bool(self._tasks)
 
+    @property
+    def queued(self) -> int:
+        """Images waiting for a worker."""
+        return self._queue.qsize() if self._queue is not None else 0
+
     async def start(self) -> None:
         """Start one task per worker, each running its model in its own thread."""
         self._queue = asyncio.Queue()

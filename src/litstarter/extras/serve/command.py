@@ -7,19 +7,23 @@ Usage::
 
 It takes what ``litstarter infer`` takes (``.ckpt``, ``weights.pt``, ``model.ts``, ``model.pt2``, ``.onnx``)
 through the same backends, contract and preprocessing. With an ``.onnx`` model it imports neither torch nor
-Lightning. On SIGTERM (or Ctrl+C) it stops accepting connections, answers every request it has accepted, and
-exits 0. The routes are in :mod:`litstarter.extras.serve.app`, the request checks in
+Lightning. It answers from the start and loads the model in the background (readiness 503 until then). On
+SIGTERM (or Ctrl+C) readiness turns 503, it serves ``--drain_seconds`` more, stops accepting connections,
+answers every request it has accepted, and exits 0 (:mod:`litstarter.extras.serve.shutdown`). The routes are in
+:mod:`litstarter.extras.serve.app` (the protocol's in :mod:`litstarter.extras.serve.v2`), the request checks in
 :mod:`litstarter.extras.serve.request`, the batching in :mod:`litstarter.extras.serve.batcher`.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
+import re
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from litstarter._engine.arguments import ArgumentParser
@@ -29,7 +33,7 @@ from litstarter.extras.deploy.backends import Backend, open_model
 from litstarter.extras.serve.options import ServeOptions
 
 #: What serving needs beyond infer's dependencies: the ``serve`` extra.
-SERVE_EXTRA = ("starlette", "uvicorn")
+SERVE_EXTRA = ("starlette", "uvicorn", "prometheus_client")
 
 #: Seconds the drain may take beyond the longest request (the deadline bounds every request).
 DRAIN_MARGIN = 5.0
@@ -55,6 +59,12 @@ TUNING = [
     ("--header_timeout", float, "Seconds from a request's first byte to the end of its headers; past it: 408, closed."),
     ("--max_connections", int, "Connections open at once; past it a new one gets 503 at once (idle ones count)."),
     ("--num_threads", int, "Intra-op threads per worker; default: the usable cores divided among the workers."),
+    (
+        "--drain_seconds",
+        float,
+        "After SIGTERM, keep serving this long with readiness 503 (liveness 200) before the listener closes: "
+        "the time the load balancers need to stop sending (replaces a preStop sleep).",
+    ),
 ]
 
 
@@ -63,12 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
     d = ServeOptions()
     parser = ArgumentParser(
         prog="litstarter serve",
-        description="Serve a checkpoint or an exported model over HTTP: POST /predict, GET /health, /info, /stats.",
+        description="Serve a checkpoint or an exported model over HTTP: POST /predict, GET /health, /info, /stats, "
+        "/metrics, and the Open Inference Protocol (KServe v2) under /v2.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--model", required=True, help="A .ckpt, weights.pt, model.ts, model.pt2 or .onnx file.")
     parser.add_argument("--host", default="127.0.0.1", help="Address to listen on; 0.0.0.0 for every interface.")
     parser.add_argument("--port", type=int, default=8000, help="Port to listen on; 0 picks a free one.")
+    parser.add_argument(
+        "--model_name",
+        default=None,
+        help="The model's name in the protocol routes (/v2/models/NAME); default: the model file's name without "
+        "its suffix (model.onnx: model).",
+    )
     for flag, kind, text in TUNING:
         parser.add_argument(flag, type=kind, default=getattr(d, flag[2:], None), help=text)
     parser.add_argument(
@@ -93,6 +110,12 @@ def options_from(args: argparse.Namespace) -> ServeOptions:
             raise UsageError(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.num_threads is not None and args.num_threads < 1:
         raise UsageError(f"--num_threads must be >= 1, got {args.num_threads}")
+    if args.drain_seconds < 0:
+        raise UsageError(f"--drain_seconds must be >= 0, got {args.drain_seconds}")
+    if args.model_name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", args.model_name):
+        raise UsageError(
+            f"--model_name must be letters, digits, '_', '.' or '-' (a URL path part), got {args.model_name!r}"
+        )
     for name in ("request_timeout", "idle_timeout", "header_timeout"):
         if not getattr(args, name) > 0:
             raise UsageError(f"--{name} must be > 0 seconds, got {getattr(args, name)}")
@@ -180,50 +203,47 @@ def require_serve_extra() -> None:
         raise UsageError(f"serving needs {' and '.join(missing)}: pip install 'litstarter[serve]'")
 
 
-def _server_class():
-    import uvicorn
+def serve(
+    load: Callable[[], Sequence[Backend]],
+    options: ServeOptions,
+    sock: socket.socket,
+    model_name: str,
+    access_log: bool = False,
+) -> None:
+    """Run the server on ``sock`` until SIGTERM or SIGINT, then drain: every accepted request is answered.
 
-    class DrainingServer(uvicorn.Server):
-        """uvicorn's server, marking the app as draining when a signal asks it to stop."""
+    The server answers at once (liveness 200, readiness 503) and runs ``load`` in the background.
 
-        def __init__(self, config: uvicorn.Config, state) -> None:
-            super().__init__(config)
-            self.state = state
-            self.signal_name = ""
-            self.in_flight_at_signal = 0
-
-        def handle_exit(self, sig: int, frame) -> None:
-            if not self.signal_name:  # no I/O here: this runs inside a signal handler
-                self.signal_name = signal.Signals(sig).name
-                self.in_flight_at_signal = self.state.in_flight
-                self.state.draining = True
-            super().handle_exit(sig, frame)
-
-    return DrainingServer
-
-
-def serve(backends: Sequence[Backend], options: ServeOptions, sock: socket.socket, access_log: bool = False) -> None:
-    """Run the server on ``sock`` until SIGTERM or SIGINT, then drain: every accepted request is answered."""
+    Raises:
+        UsageError, BadInputError: What ``load`` raised (the server stops first).
+    """
     import uvicorn
 
     from litstarter.extras.serve.app import create_app
     from litstarter.extras.serve.connections import MAX_HEADER_BYTES, Limits, guarded_protocol
+    from litstarter.extras.serve.shutdown import draining_server, print_summary
 
     host, port = sock.getsockname()[:2]
     host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
-    backend = backends[0]
-    c = backend.contract
+    failure: list[BaseException] = []
 
     def on_ready() -> None:
+        backend = app.state.service.backend
+        c = backend.contract
         print(
             f"litstarter serve: {backend.path.name} ({backend.runtime}; {c.num_classes} classes, "
             f"{c.channels}x{c.image_size[0]}x{c.image_size[1]} input) on http://{host}:{port} "
             f"[max_batch_size {options.max_batch_size}, batch_timeout {options.batch_timeout:g} s, "
-            f"{options.workers} worker(s)]: POST /predict, GET /health /info /stats",
+            f"{options.workers} worker(s)]: POST /predict, GET /health /info /stats /metrics, "
+            f"/v2/models/{model_name}",
             flush=True,
         )
 
-    app = create_app(backends, options, on_ready)
+    def on_failure(err: BaseException) -> None:
+        failure.append(err)
+        server.should_exit = True
+
+    app = create_app(load, options, model_name, on_ready, on_failure)
     limits = Limits(options.idle_timeout, options.header_timeout, options.max_connections)
     config = uvicorn.Config(
         app,
@@ -236,7 +256,9 @@ def serve(backends: Sequence[Backend], options: ServeOptions, sock: socket.socke
         timeout_graceful_shutdown=options.request_timeout + DRAIN_MARGIN,
         lifespan="on",
     )
-    server = _server_class()(config, app.state.serve)
+    service = app.state.service
+    server = draining_server()(config, service.state, options.drain_seconds)
+    print(f"litstarter serve: loading the model; probes answer at http://{host}:{port}/v2/health/ready", flush=True)
     # uvicorn restores the handlers it found and re-raises the signal that stopped it; with these in place that
     # re-raise is a no-op, so a drained shutdown exits 0 instead of dying by the signal.
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -245,19 +267,9 @@ def serve(backends: Sequence[Backend], options: ServeOptions, sock: socket.socke
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    stats = app.state.serve.summary(app.state.batcher)
-    by_status = ", ".join(f"{k}: {v}" for k, v in stats["requests"]["by_status"].items())
-    sizes = ", ".join(f"{k}: {v}" for k, v in stats["batches"]["sizes"].items())
-    drained = (
-        f"{server.signal_name}: drained {server.in_flight_at_signal} request(s) in flight; "
-        if server.signal_name
-        else ""
-    )
-    print(
-        f"litstarter serve: stopped. {drained}{stats['requests']['received']} request(s) received, "
-        f"answered by status {{{by_status}}}; batches by size {{{sizes}}}",
-        flush=True,
-    )
+    if failure:
+        raise failure[0]
+    print_summary(service.state.summary(service.batch_sizes()), server)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -273,9 +285,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--model not found: {args.model}")
     ensure_descriptors(options.max_connections)
     sock = bind(args.host, args.port)  # before loading: a busy port fails at once, not after a slow load
+    name = args.model_name or Path(args.model).name.rsplit(".", 1)[0]
     try:
-        backends = load_backends(args.model, options.workers, args.num_threads, args.trust_model)
-        serve(backends, options, sock, args.access_log)
+        load = functools.partial(load_backends, args.model, options.workers, args.num_threads, args.trust_model)
+        serve(load, options, sock, name, args.access_log)
     finally:
         sock.close()
     return 0

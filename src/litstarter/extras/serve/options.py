@@ -21,6 +21,7 @@ class ServeOptions:
         idle_timeout: Seconds a connection may stay open without sending a request (new, or after an answer).
         header_timeout: Seconds from a request's first byte to the end of its headers; past it: 408.
         max_connections: Connections open at once; past it a new one is answered 503 at once.
+        drain_seconds: After SIGTERM, seconds of serving on with readiness 503 before the listener closes.
     """
 
     max_batch_size: int = 32
@@ -33,3 +34,4 @@ class ServeOptions:
     idle_timeout: float = 5.0
     header_timeout: float = 10.0
     max_connections: int = 1000
+    drain_seconds: float = 0.0
