@@ -18,7 +18,7 @@ from litstarter._engine.init_from import TransferReport, load_matching_weights
 from litstarter._engine.schedulers import build_scheduler
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.losses import ClassWeights, cross_entropy, inverse_frequency_weights
-from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
+from litstarter.metrics import classification_metrics, scalar_metrics, selection_score, split_confusion_matrix
 from litstarter.models import check_weights, create_backbone, list_backbones
 from litstarter.models.classifier import architecture_of, build_classifier
 
@@ -115,7 +115,7 @@ class ImageClassifier(L.LightningModule):
         self.train_metrics = classification_metrics(num_classes, "train")
         self.val_metrics = classification_metrics(num_classes, "val")
         self.test_metrics = classification_metrics(num_classes, "test")
-        self.train_loss = MeanMetric()
+        self.train_loss, self.val_loss = MeanMetric(), MeanMetric()
         self.init_report: TransferReport | None = None  # what init_from loaded, once a fit has started
         self.confusion_matrices: dict[str, torch.Tensor] = {}  # the last (K, K) per stage, for PlotConfusionMatrix
 
@@ -170,11 +170,15 @@ class ImageClassifier(L.LightningModule):
         """Accumulate val loss and metrics; logged once per epoch (reduced across processes once, at its end)."""
         loss, logits = self._shared_step(batch)
         self.val_metrics.update(logits.float().softmax(dim=-1), batch[1])  # float: bf16 blurs AUROC/ECE
-        self.log("val/loss", loss, on_step=False, on_epoch=True, prog_bar=True, sync_dist=True)
+        self.val_loss.update(loss.detach(), weight=len(batch[1]))  # a mean over images, as self.log's would be
 
     def on_validation_epoch_end(self) -> None:
-        """Log and reset the epoch's val metrics (torchmetrics syncs them across processes)."""
-        self._log_epoch_metrics(self.val_metrics, "val", progress_bar=("val/acc", "val/f1_macro"))
+        """Log and reset the epoch's val metrics (torchmetrics syncs them across processes), and ``val/select``."""
+        loss = self.val_loss.compute()
+        self.val_loss.reset()
+        self.log("val/loss", loss, prog_bar=True)
+        scalars = self._log_epoch_metrics(self.val_metrics, "val", progress_bar=("val/acc", "val/f1_macro"))
+        self.log("val/select", selection_score(scalars["val/f1_macro"], loss))
 
     def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         """Accumulate test loss and metrics."""
@@ -186,7 +190,7 @@ class ImageClassifier(L.LightningModule):
         """Log and reset the test metrics."""
         self._log_epoch_metrics(self.test_metrics, "test")
 
-    def _log_epoch_metrics(self, metrics, stage: str, progress_bar: tuple[str, ...] = ()) -> None:
+    def _log_epoch_metrics(self, metrics, stage: str, progress_bar: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
         """Compute (synchronised across processes), keep the confusion matrix, log the scalars, reset."""
         values, matrix = split_confusion_matrix(metrics.compute())
         metrics.reset()
@@ -195,6 +199,7 @@ class ImageClassifier(L.LightningModule):
         scalars = scalar_metrics(values, self.class_names)
         self.log_dict({k: v for k, v in scalars.items() if k in progress_bar}, prog_bar=True)
         self.log_dict({k: v for k, v in scalars.items() if k not in progress_bar})
+        return scalars
 
     def predict_step(self, batch, batch_idx: int) -> torch.Tensor:
         """Class probabilities ``(B, K)``."""

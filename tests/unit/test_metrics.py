@@ -10,7 +10,13 @@ import pytest
 import torch
 from PIL import Image
 
-from litstarter.metrics import classification_metrics, scalar_metrics, split_confusion_matrix
+from litstarter.metrics import (
+    TIE_BREAK,
+    classification_metrics,
+    scalar_metrics,
+    selection_score,
+    split_confusion_matrix,
+)
 from tests.helpers import fast_fit_args, run_cli, tensorboard_events
 
 CLASSES = [str(d) for d in range(10)]
@@ -65,6 +71,24 @@ def test_per_class_values_are_keyed_by_class_name() -> None:
     assert "val/recall" not in scalars
     with pytest.raises(ValueError, match="val/recall"):
         scalar_metrics(values, ["cat", "dog"])
+
+
+def test_selection_follows_macro_f1_and_only_a_tie_goes_to_the_lower_loss() -> None:
+    """Macro-F1 of 1.0 at two epochs (a small validation split saturates): the lower loss wins the tie; a real
+    macro-F1 step, even one image's among 5,000, beats any loss."""
+    f1, loss = torch.tensor, torch.tensor
+    assert selection_score(f1(1.0), loss(0.05)) > selection_score(f1(1.0), loss(0.40))
+    one_image = 1 / 5000
+    assert selection_score(f1(0.9 + one_image), loss(5.0)) > selection_score(f1(0.9), loss(0.0))
+    assert 0 < selection_score(f1(0.5), loss(0.3)) - 0.5 < TIE_BREAK
+
+
+def test_validation_logs_the_selection_score_beside_its_parts(digits_run: Path) -> None:
+    events = tensorboard_events(digits_run)
+    f1, loss, select = (events.Scalars(tag) for tag in ("val/f1_macro", "val/loss", "val/select"))
+    assert len(select) == len(f1) == len(loss)
+    for a, b, c in zip(f1, loss, select, strict=True):
+        assert c.value == pytest.approx(a.value + TIE_BREAK / (1 + b.value), abs=1e-6)
 
 
 def test_baseline_false_writes_no_baseline(tmp_path: Path) -> None:

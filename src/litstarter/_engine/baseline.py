@@ -109,7 +109,8 @@ def verdict(
     reasons = [
         f"{train_images} training images may be too few for a network: start from pretrained weights (a torchvision"
         " backbone with model.weights) or model.init_from",
-        "the augmentation may change what the class is: try --data.augmentation null (or invert 0, hflip 0)",
+        "the augmentation or small_cnn's per-image standardisation may remove what the class is: try"
+        " --data.augmentation null, or --model.backbone_kwargs '{standardize: false}'",
         f"at {image_size[0]}x{image_size[1]} px the task may be simple enough for a linear model; that can be the"
         " right answer",
     ]

@@ -25,7 +25,7 @@ from ..errors import UsageError
 
 log = logging.getLogger("litstarter")
 
-#: Below this many validation images one image moves val/acc by more than 2 points.
+#: Below this many validation images one image moves accuracy by more than 2 points.
 MIN_VAL_IMAGES = 50
 #: Below this many images of a class in validation, one image moves that class's recall by more than 20 points.
 MIN_VAL_PER_CLASS = 5
@@ -125,7 +125,7 @@ class CheckCheckpointsWritten(Callback):
 class WarnOnTinyValidation(Callback):
     """At the start of ``fit``, one line when the validation split has under :data:`MIN_VAL_IMAGES` images or a
     class under :data:`MIN_VAL_PER_CLASS`: the best checkpoint and early stopping are then chosen on a few images'
-    luck (``val/acc`` reaches 1.0 and ties). Data modules whose splits are arrays (``val_set.labels``) only."""
+    luck (macro-F1 reaches 1.0 early and ties). Data modules whose splits are arrays (``val_set.labels``) only."""
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Count the validation split, per class."""
@@ -139,7 +139,7 @@ class WarnOnTinyValidation(Callback):
             return
         log.warning(
             f"the validation split has {len(labels)} images ({smallest} of its smallest class):"
-            f" too few to select a checkpoint on (one image moves val/acc by {100 / max(len(labels), 1):.0f}"
+            f" too few to select a checkpoint on (one image moves accuracy by {100 / max(len(labels), 1):.0f}"
             f" points; under {MIN_VAL_IMAGES}, or under {MIN_VAL_PER_CLASS} of a class, it is mostly luck). Raise"
             " data.val_fraction, or add images to the validation folder"
         )
