@@ -11,7 +11,16 @@ from pathlib import Path
 
 import torch
 
-from tests.helpers import CONFIGS, DEFAULT_CONFIG, FOLDER_CONFIG, make_image_folder, run_cli, run_litstarter
+from tests.helpers import (
+    CONFIGS,
+    DEFAULT_CONFIG,
+    FOLDER_CONFIG,
+    assert_refused,
+    make_image_folder,
+    run_cases,
+    run_cli,
+    run_litstarter,
+)
 
 RECIPES = (CONFIGS / "recipe" / "ema.yaml", CONFIGS / "recipe" / "mixup_cutmix.yaml")
 STEPS_PER_EPOCH = 6  # --trainer.limit_train_batches
@@ -99,3 +108,20 @@ def test_flip_tta_on_a_flip_invariant_folder_changes_logits_keeps_top1_and_is_re
     assert right["hflip"] >= right["plain"], right
     reloaded = ImageClassifier.load_from_checkpoint(ckpt, map_location="cpu")
     assert reloaded.tta == []  # an evaluation choice, not saved with the weights
+
+
+def test_recipe_mistakes_are_refused_in_one_line(tmp_path: Path) -> None:
+    weights_only = {
+        "class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+        "init_args": {"save_weights_only": True, "monitor": "val/loss"},
+    }
+    args = recipe_args(tmp_path / "runs")
+    cases = [
+        [*args, f"--trainer.callbacks+={json.dumps(weights_only)}"],  # would save the live weights, not the average
+        [*args, "--model.mixup_alpha=-1"],
+        [*args, "--model.tta=[vflip]"],
+    ]
+    results = run_cases(tmp_path, [{"argv": argv} for argv in cases])
+    assert_refused(results[0], 2, "EMA", "save_weights_only")
+    assert_refused(results[1], 2, "model.mixup_alpha", "-1")
+    assert_refused(results[2], 2, "model.tta", "vflip")
