@@ -11,10 +11,10 @@ every epoch here). Each is tested on the best checkpoint after its fit.
 Prints training images per second for each, two ways: by wall time (train-epoch time from its start to its last
 batch's end, summed over the epochs: the recipe's per-step work included, validation excluded) and by the
 process's CPU time over the same intervals (all its threads, loader workers excluded: what the recipe costs in
-compute; other processes on the machine move it less than wall time). Then the test macro-F1, and each recipe's throughput as a ratio
-against plain (targets: EMA costs <= 3%, MixUp/CutMix <= 5%). A short untimed fit first builds the cache and
-warms up, so plain, which runs first, is not penalised. A few epochs are too few for either recipe to pay off in
-F1: this measures their cost, not their long-run gain.
+compute; other processes on the machine move it less than wall time). Then the test macro-F1, and each
+recipe's throughput as a ratio against plain (targets: EMA costs <= 3%, MixUp/CutMix <= 5%, judged on CPU time).
+A short untimed fit first builds the cache and warms up, so plain, which runs first, is not penalised. A few
+epochs are too few for either recipe to pay off in F1: this measures their cost, not their long-run gain.
 """
 
 from __future__ import annotations
