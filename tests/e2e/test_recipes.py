@@ -76,25 +76,26 @@ def test_ema_and_mixing_resume_after_sigkill_exactly_as_uninterrupted(tmp_path: 
 
 
 def test_flip_tta_on_a_flip_invariant_folder_changes_logits_keeps_top1_and_is_recorded(tmp_path: Path) -> None:
-    """Classes by colour (noisy, overlapping): a mirror image keeps its class, so averaging over flips and
-    shifted crops may only help; metrics.json says which views the test averaged."""
+    """Classes by colour (noisy, overlapping: a short fit gets most but not all): a mirror image keeps its class,
+    so averaging over flips changes the logits but must not cost top-1; metrics.json says which views were used."""
     from litstarter._engine.tta import tta_logits
     from litstarter.task import ImageClassifier
 
     counts = {split: {c: n for c in ("red", "green", "blue")} for split, n in (("train", 24), ("val", 8), ("test", 20))}
-    root = make_image_folder(tmp_path / "photos", counts, colours="distinct", spread=40.0, noise=60.0, size=(16, 16))
+    root = make_image_folder(tmp_path / "photos", counts, colours="distinct", spread=70.0, noise=90.0, size=(16, 16))
     common = [f"--trainer.logger.init_args.save_dir={tmp_path}", "--data.init_args.num_workers=0"]
     common += [f"--data.init_args.cache_dir={tmp_path / 'cache'}", "--data.init_args.image_size=16"]
     fit = ["fit", "--config", str(DEFAULT_CONFIG), "--config", str(FOLDER_CONFIG), f"--data.root={root}", *common]
-    run_cli([*fit, "--trainer.max_epochs=2", "--data.init_args.batch_size=8", "--baseline=false"])
+    fit += ["--trainer.max_epochs=3", "--data.init_args.batch_size=8", "--data.augmentation.invert=0"]
+    run_cli([*fit, "--baseline=false"])
     run = tmp_path / "image_folder" / "version_0"
     plain = json.loads((run / "metrics.json").read_text())
-    assert plain["tta"] == []
+    assert plain["tta"] == [] and 0.5 < plain["test/acc"] < 1  # learnt, with room to improve
 
     ckpt, tta = run / "checkpoints" / "last.ckpt", CONFIGS / "recipe" / "tta.yaml"
     cli = run_cli(["test", "--config", str(run / "config.yaml"), "--config", str(tta), f"--ckpt_path={ckpt}", *common])
     tested = json.loads((tmp_path / "image_folder" / "version_1" / "metrics.json").read_text())
-    assert tested["tta"] == ["hflip", "crops"]
+    assert tested["tta"] == ["hflip"]
     assert tested["test/acc"] >= plain["test/acc"], (tested["test/acc"], plain["test/acc"])
 
     model, right = cli.model.eval(), {"plain": 0, "hflip": 0}
