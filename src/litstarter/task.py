@@ -11,11 +11,13 @@ from lightning.pytorch.utilities import rank_zero_info
 from torchmetrics import MeanMetric
 
 from litstarter import optim
+from litstarter._engine.batch_mix import BatchMix
 from litstarter._engine.batch_plan import ScaleMode, batch_plan, scale_lr
 from litstarter._engine.checkpoints import compile_child, match_keys, uncompile_child, uncompiled_keys
 from litstarter._engine.errors import UsageError
 from litstarter._engine.init_from import TransferReport, load_matching_weights
 from litstarter._engine.schedulers import build_scheduler
+from litstarter._engine.tta import TTAView, check_tta, tta_logits
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.losses import ClassWeights, cross_entropy, inverse_frequency_weights
 from litstarter.metrics import classification_metrics, scalar_metrics, selection_score, split_confusion_matrix
@@ -65,6 +67,11 @@ class ImageClassifier(L.LightningModule):
         scale_lr_with_batch: Scale the learning rate with the effective global batch (per-device batch x devices x
             nodes x accumulation) against ``reference_batch_size``: ``linear``, ``sqrt`` (gentler) or ``none``.
         reference_batch_size: The global batch the configured learning rate was tuned for.
+        mixup_alpha: MixUp's Beta(alpha, alpha) on training batches (soft targets; train metrics on the dominant label).
+        cutmix_alpha: CutMix's; with both set, one of the two per batch (``litstarter._engine.batch_mix``).
+        mix_off_after_epoch: Train on unmixed batches from this epoch on; ``null``: mix to the end.
+        tta: Test-time views whose probabilities ``test`` and ``predict`` average: ``hflip``, ``crops`` (five shifted
+            crops). Off by default: a flip changes the class of text, digits, arrows.
     """
 
     # Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).
@@ -94,10 +101,14 @@ class ImageClassifier(L.LightningModule):
         compile: bool | dict = False,
         scale_lr_with_batch: ScaleMode = "none",
         reference_batch_size: int = 64,
+        mixup_alpha: float = 0.0,
+        cutmix_alpha: float = 0.0,
+        mix_off_after_epoch: int | None = None,
+        tta: list[TTAView] | None = None,
     ) -> None:
         super().__init__()
         _check_arguments(num_classes, class_names, freeze_backbone_epochs, backbone_lr_scale, reference_batch_size)
-        self.save_hyperparameters()
+        self.save_hyperparameters(ignore=["tta"])  # an evaluation choice: `test --ckpt_path` takes it from the config
         self.class_names = list(class_names) if class_names else [str(i) for i in range(num_classes)]
         # Defaults as None, not as functions: hparams then hold no pickled function, so a checkpoint made
         # from plain Python still loads with weights_only=True.
@@ -110,7 +121,10 @@ class ImageClassifier(L.LightningModule):
         except ValueError as err:
             raise UsageError(f"model.weights: {err}") from None
         self.net.set_memory_options(gradient_checkpointing=gradient_checkpointing, channels_last=channels_last)
-        self.criterion = cross_entropy(num_classes, class_weights, label_smoothing)
+        self.criterion = cross_entropy(num_classes, class_weights, label_smoothing)  # takes soft targets too
+        mixing = mixup_alpha or cutmix_alpha
+        self.batch_mix = BatchMix(num_classes, mixup_alpha, cutmix_alpha, mix_off_after_epoch) if mixing else None
+        self.tta = check_tta(tta)
         # One metric object per stage: sharing one would mix train and val state.
         self.train_metrics = classification_metrics(num_classes, "train")
         self.val_metrics = classification_metrics(num_classes, "val")
@@ -145,9 +159,13 @@ class ImageClassifier(L.LightningModule):
         return self.criterion(logits, labels), logits
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        """Loss on one batch; accuracy accumulates over the epoch."""
-        loss, logits = self._shared_step(batch)
-        self.train_metrics.update(logits.detach().argmax(dim=-1), batch[1])
+        """Loss on one batch (mixed if asked: ``(B, K)`` soft targets); accuracy accumulates over the epoch."""
+        images, targets = batch
+        if self.batch_mix is not None:
+            images, targets = self.batch_mix(images, targets, self.current_epoch, self.global_step, self.global_rank)
+        loss, logits = self._shared_step((images, targets))
+        labels = targets if targets.ndim == 1 else targets.argmax(dim=-1)  # mixed: the dominant label
+        self.train_metrics.update(logits.detach().argmax(dim=-1), labels)
         # Per step this rank's value, unsynchronised; per epoch a torchmetrics mean, reduced once at its end.
         self.log("train/loss_step", loss, on_step=True, on_epoch=False, prog_bar=True)
         self.train_loss.update(loss.detach())
@@ -181,8 +199,9 @@ class ImageClassifier(L.LightningModule):
         self.log("val/select", selection_score(scalars["val/f1_macro"], loss))
 
     def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        """Accumulate test loss and metrics."""
-        loss, logits = self._shared_step(batch)
+        """Accumulate test loss and metrics (on the probabilities averaged over ``tta``'s views, if any)."""
+        logits = tta_logits(self, batch[0], self.tta) if self.tta else self(batch[0])  # TTA: log mean probability
+        loss = self.criterion(logits, batch[1])
         self.test_metrics.update(logits.float().softmax(dim=-1), batch[1])
         self.log("test/loss", loss, on_step=False, on_epoch=True, sync_dist=True)
 
@@ -202,9 +221,9 @@ class ImageClassifier(L.LightningModule):
         return scalars
 
     def predict_step(self, batch, batch_idx: int) -> torch.Tensor:
-        """Class probabilities ``(B, K)``."""
+        """Class probabilities ``(B, K)`` (averaged over ``tta``'s views, if any)."""
         images = batch[0] if isinstance(batch, (tuple, list)) else batch
-        return self(images).softmax(dim=-1)
+        return (tta_logits(self, images, self.tta) if self.tta else self(images)).softmax(dim=-1)
 
     def configure_callbacks(self) -> list:
         """:class:`FreezeBackbone` while ``freeze_backbone_epochs`` > 0."""

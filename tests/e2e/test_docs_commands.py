@@ -52,8 +52,11 @@ def placeholders(digits_run: Path, tmp_path_factory) -> dict[str, str]:
     ckpt = best_checkpoint(digits_run)
     best = tmp_path_factory.mktemp("study") / "best.yaml"  # what a tune study leaves: tuned keys as a config
     best.write_text("trainer:\n  max_epochs: 2\n")
+    found = best.with_name("lr_find.yaml")  # what a learning-rate sweep leaves: a one-line delta
+    found.write_text("model.optimizer.init_args.lr: 0.001\n")
     return {
         "runs/digits/tune-default/best.yaml": str(best),
+        "runs/lr_find/lr_find.yaml": str(found),
         "<first folder>": str(folder),
         "<new folder>": str(folder),
         "<folder>": str(folder),

@@ -29,6 +29,7 @@ def test_metrics_json_has_the_full_metric_set_and_it_is_consistent(digits_run: P
     expected |= {f"test/recall/{name}" for name in CLASSES}
     assert expected <= set(metrics), sorted(expected - set(metrics))
     assert metrics.pop("test_split") == "test"  # a held-out test split, not val
+    assert metrics.pop("tta") == []  # no test-time augmentation unless model.tta asks for it
     for key, value in metrics.items():
         assert key == "test/loss" or 0.0 <= value <= 1.0, (key, value)
     assert not [key for key in metrics if key.endswith("_micro")]  # single-label: each would equal test/acc

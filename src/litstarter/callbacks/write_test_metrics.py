@@ -31,6 +31,7 @@ class WriteTestMetrics(L.Callback):
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/") and v.numel() == 1}
         # "val" when the data has no test split: those scores are not held out.
         metrics["test_split"] = getattr(trainer.datamodule, "test_split", "test")
+        metrics["tta"] = list(getattr(pl_module, "tta", []))  # the views test averaged over ([]: none)
         path = Path(run_dir or trainer.default_root_dir) / self.filename
         write_json(path, metrics)
         rank_zero_info(f"Test metrics written to {path}")

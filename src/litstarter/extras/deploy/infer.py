@@ -25,6 +25,7 @@ from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.atomic_io import atomic_write, unwritable_reason
 from litstarter._engine.errors import UsageError, run_reporting
 from litstarter._engine.images.listing import Walker, file_problem, shown
+from litstarter._engine.tta import check_tta, tta_logits
 
 if TYPE_CHECKING:  # numpy and the backends load when files are predicted: `infer --help` answers without them
     import numpy as np
@@ -125,7 +126,9 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def predict_files(backend: Backend, files: Sequence[Path], batch_size: int = 32, topk: int = 3) -> Iterator[Prediction]:
+def predict_files(
+    backend: Backend, files: Sequence[Path], batch_size: int = 32, topk: int = 3, tta: Sequence[str] = ()
+) -> Iterator[Prediction]:
     """Yield one :class:`Prediction` per file, in order; undecodable files yield their error instead.
 
     Args:
@@ -133,6 +136,7 @@ def predict_files(backend: Backend, files: Sequence[Path], batch_size: int = 32,
         files: Image files.
         batch_size: Images per forward pass.
         topk: How many classes to keep per image (capped at the number of classes).
+        tta: Views whose probabilities are averaged (``hflip``, ``crops``; see ``litstarter._engine.tta``).
     """
     import numpy as np
 
@@ -142,7 +146,8 @@ def predict_files(backend: Backend, files: Sequence[Path], batch_size: int = 32,
 
     def flush() -> Iterator[Prediction]:
         good = [image for _, image, _ in pending if image is not None]
-        probs = iter(softmax(backend(np.stack(good)))) if good else iter(())
+        logits = (tta_logits(backend, np.stack(good), tta) if tta else backend(np.stack(good))) if good else None
+        probs = iter(softmax(logits)) if good else iter(())
         for path, image, error in pending:
             if image is None:
                 yield Prediction(shown(path), [], shown(error))
@@ -206,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", required=True, help="CSV to write (file, pred, prob, top-k, error).")
     parser.add_argument("--topk", type=int, default=3, help="Classes (with probabilities) per row.")
     parser.add_argument("--batch_size", type=int, default=32, help="Images per forward pass.")
+    parser.add_argument(
+        "--tta", nargs="*", default=[], help="Average the probabilities over views: hflip, crops (test's model.tta)."
+    )
     parser.add_argument("--num_threads", type=int, default=None, help="Intra-op threads; default: the runtime's.")
     parser.add_argument(
         "--trust_model",
@@ -227,13 +235,14 @@ def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.topk < 1 or args.batch_size < 1:
         raise UsageError(f"--topk and --batch_size must be >= 1, got {args.topk}, {args.batch_size}")
+    tta = check_tta(args.tta, "--tta")
     files, hidden, notes = list_inputs(args.input)
     check_output(args.output, files)
     from litstarter.extras.deploy.backends import open_model
 
     backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
     topk = min(args.topk, backend.contract.num_classes)
-    predictions = list(predict_files(backend, files, args.batch_size, topk))
+    predictions = list(predict_files(backend, files, args.batch_size, topk, tta))
     write_predictions(args.output, predictions, topk)
     failed = [p for p in predictions if p.error]
     for pred in failed:
