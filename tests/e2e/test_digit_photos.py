@@ -50,6 +50,7 @@ def test_the_defaults_with_a_balanced_sampler_reach_macro_f1_090_on_imbalanced_d
             str(CONFIGS / "data" / "image_folder.yaml"),
             f"--data.root={digit_photos}",
             "--data.init_args.sampler=balanced",
+            "--data.init_args.augmentation.invert=0.5",  # ink and paper in random colours: polarity varies
             f"--data.init_args.cache_dir={tmp_path / 'cache'}",
             "--data.init_args.num_workers=0",
             f"--trainer.logger.init_args.save_dir={tmp_path}",
