@@ -6,9 +6,10 @@ import numpy as np
 from jsonargparse import lazy_instance
 from torchvision.transforms import v2
 
-from litstarter._engine.errors import BadInputError, UsageError
+from litstarter._engine.errors import UsageError
 from litstarter._engine.images.classes import relabel, select_classes
 from litstarter._engine.images.stats import channel_stats
+from litstarter._engine.split_file import read_split_file
 from litstarter.data.augmentation import FastAugmentation
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
@@ -67,7 +68,7 @@ class DigitsDataModule(ArrayDataModule):
         self._splits: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
 
     def split_indices(self) -> dict[str, np.ndarray]:
-        """``{"train"|"val"|"test": indices into load_digits()}``: ``split_file``'s, else stratified by the fractions."""
+        """``{"train"|"val"|"test": indices into load_digits()}``: ``split_file``'s, else by the fractions."""
         # scikit-learn costs seconds to import: only a digits fit pays for it, and only here.
         from sklearn.datasets import load_digits
         from sklearn.model_selection import train_test_split
@@ -111,30 +112,3 @@ class DigitsDataModule(ArrayDataModule):
         if self._mean is not None and self._std is not None:
             return list(self._mean), list(self._std)
         return channel_stats(self.splits()["train"][0])
-
-
-def read_split_file(path: str, n: int) -> dict[str, np.ndarray]:
-    """``data.split_file``'s rows as ``{split: indices}`` (train and val required, test optional).
-
-    Raises:
-        BadInputError: the file is missing or a row is not ``<0..n-1>,<train|val|test>``.
-    """
-    import csv
-
-    try:
-        with open(path, newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as err:
-        raise BadInputError(f"data.split_file '{path}': {err.strerror}") from None
-    found: dict[str, list[int]] = {}
-    for line, row in enumerate(rows, start=2):
-        index, split = (row.get("index") or "").strip(), (row.get("split") or "").strip()
-        if not index.isdigit() or int(index) >= n or split not in ("train", "val", "test"):
-            raise BadInputError(
-                f"data.split_file '{path}' line {line}: expected index,split with an index in 0..{n - 1} and a split"
-                f" train, val or test, got {index!r},{split!r}"
-            )
-        found.setdefault(split, []).append(int(index))
-    if not {"train", "val"} <= set(found):
-        raise BadInputError(f"data.split_file '{path}' needs train and val rows; it has {sorted(found) or 'none'}")
-    return {split: np.array(found[split], dtype=np.int64) for split in ("train", "val", "test") if split in found}

@@ -49,7 +49,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError(f"--folds must be >= 2, got {args.folds}")
     for token in rest:
         if token.split("=", 1)[0] in REFUSED:
-            raise UsageError(f"{token.split('=', 1)[0]} cannot be given to cv: each fold resumes from its own last.ckpt")
+            raise UsageError(
+                f"{token.split('=', 1)[0]} cannot be given to cv: each fold resumes from its own last.ckpt"
+            )
     return args, rest
 
 
@@ -156,7 +158,9 @@ def main(argv: list[str]) -> int:
             record = run_fold(fold_args, fold_dir, fold + 1, val_ids, pool.id_column,
                               {**tags, "cv_fold": str(fold + 1)})  # fmt: skip
         records.append(record)
-    predictions = {k: v for r in records for k, v in read_predictions(study_dir / f"fold_{r['fold']}" / PREDICTIONS).items()}
+    predictions = {}
+    for record in records:
+        predictions |= read_predictions(study_dir / f"fold_{record['fold']}" / PREDICTIONS)
     oof_accuracy = write_oof(study_dir / OOF_FILE, pool, folds, predictions)
     refit_record = refit(study_dir, pool, fit_args, config, chosen_epochs(records), tags) if args.refit else None
     summary = {"folds": args.folds, "seed": seed, "monitor": records[0].get("monitor")}

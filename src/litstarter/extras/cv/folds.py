@@ -76,8 +76,8 @@ def assign_folds(labels: np.ndarray, groups: np.ndarray, k: int, seed: int, name
         n = len(np.unique(groups[labels == label]))
         if n < k:
             raise BadInputError(
-                f"class '{names[label]}' has {n} distinct image(s) (copies counted once) in the training data; {k} folds"
-                f" need at least {k} per class: use fewer --folds or add images"
+                f"class '{names[label]}' has {n} distinct image(s) (copies counted once) in the training data;"
+                f" {k} folds need at least {k} per class: use fewer --folds or add images"
             )
     folds = np.empty(len(labels), dtype=np.int64)
     splitter = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)
