@@ -66,3 +66,19 @@ def test_cv_refuses_bad_options_in_one_line(tmp_path: Path) -> None:
     assert_refused(results[1], 2, "--ckpt_path")
     assert_refused(results[2], 2, str(other), "study.json")
     assert_refused(results[3], 1, "missing.csv")
+
+
+def test_mlflow_runs_get_the_study_and_fold_tags() -> None:
+    from litstarter.extras.cv.fold_run import TagMlflowRuns
+
+    class Client:
+        tags: list = []
+
+        def set_tag(self, run_id, key, value):
+            self.tags.append((run_id, key, value))
+
+    MLFlowLogger = type("MLFlowLogger", (), {"experiment": Client(), "run_id": "r1"})  # noqa: N806
+    TensorBoardLogger = type("TensorBoardLogger", (), {})  # noqa: N806
+    trainer = type("Trainer", (), {"loggers": [TensorBoardLogger(), MLFlowLogger()], "is_global_zero": True})()
+    TagMlflowRuns({"cv_study": "runs/x/cv-5", "cv_fold": "2"}).on_fit_start(trainer, None)
+    assert Client.tags == [("r1", "cv_study", "runs/x/cv-5"), ("r1", "cv_fold", "2")]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from lightning.pytorch.callbacks import Callback
 
 from litstarter._engine.atomic_io import atomic_write, write_json
 from litstarter._engine.errors import UsageError
@@ -45,25 +46,23 @@ def resume_args(fold_dir: Path) -> list[str]:
     return []
 
 
-class TagMlflowRuns:
-    """A callback that tags every MLflow run of a fit with the study and the fold (``cv_study``, ``cv_fold``), so
-    a tracking UI groups a study's runs.
+class TagMlflowRuns(Callback):
+    """Tag every MLflow run of a fit with the study and the fold (``cv_study``, ``cv_fold``), so that a tracking
+    UI groups a study's runs.
 
     Args:
         tags: The tags, e.g. ``{"cv_study": "runs/digits/cv-5", "cv_fold": "1"}``.
     """
 
-    def __new__(cls, tags: dict[str, str]):
-        from lightning.pytorch.callbacks import Callback
+    def __init__(self, tags: dict[str, str]) -> None:
+        self.tags = tags
 
-        class _Tag(Callback):
-            def on_fit_start(self, trainer, pl_module) -> None:
-                for logger in trainer.loggers:
-                    if type(logger).__name__ == "MLFlowLogger" and trainer.is_global_zero:
-                        for key, value in tags.items():
-                            logger.experiment.set_tag(logger.run_id, key, value)
-
-        return _Tag()
+    def on_fit_start(self, trainer, pl_module) -> None:
+        """Set the tags through each MLflow logger's client (``MlflowClient.set_tag``), on rank 0."""
+        for logger in trainer.loggers:
+            if type(logger).__name__ == "MLFlowLogger" and trainer.is_global_zero:
+                for key, value in self.tags.items():
+                    logger.experiment.set_tag(logger.run_id, key, value)
 
 
 def fit(fit_args: list[str], run_dir: Path, tags: dict[str, str]):
@@ -90,16 +89,26 @@ def best_epochs(trainer) -> int:
 
 def evaluate(cli, ckpt: str | None) -> tuple[dict[str, float], np.ndarray]:
     """One validation epoch of ``ckpt`` (``best``, or the current weights) on the run's val split: its logged
-    figures, and the class probabilities of each val image ``(N, K)`` in the val loader's order."""
+    figures, and the class probabilities of each val image ``(N, K)`` in the val loader's order.
+
+    The probabilities are the logits that validation itself computes, caught by a forward hook (one pass, not
+    two); a task that calls its forward more than once a batch (test-time augmentation) gets a second pass.
+    """
     trainer, model, data = cli.trainer, cli.model, cli.datamodule
     trainer.limit_val_batches = 1.0  # a refit trains without validation, then evaluates once
-    (figures,) = trainer.validate(model, datamodule=data, ckpt_path=ckpt, verbose=False)
-    model.eval()
-    probabilities = []
-    with torch.no_grad():
-        for images, _ in data.val_dataloader():
-            probabilities.append(model(images.to(model.device)).softmax(dim=-1).float().cpu())  # (B, K)
-    return {k: float(v) for k, v in figures.items()}, torch.cat(probabilities).numpy()
+    caught: list[torch.Tensor] = []
+    hook = model.register_forward_hook(lambda module, args, out: caught.append(out.detach().float().cpu()))
+    try:
+        (figures,) = trainer.validate(model, datamodule=data, ckpt_path=ckpt, verbose=False)
+    finally:
+        hook.remove()
+    probabilities = torch.cat(caught).softmax(dim=-1) if caught else torch.zeros(0)  # (N, K)
+    if len(probabilities) != len(data.val_set):
+        model.eval()
+        with torch.no_grad():
+            batches = [model(x.to(model.device)).float().cpu() for x, _ in data.val_dataloader()]
+        probabilities = torch.cat(batches).softmax(dim=-1)
+    return {k: float(v) for k, v in figures.items()}, probabilities.numpy()
 
 
 def run_fold(fit_args: list[str], fold_dir: Path, fold: int, val_ids: list[str], id_column: str,
