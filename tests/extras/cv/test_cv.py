@@ -92,15 +92,19 @@ def test_metrics_hold_each_fold_and_mean_and_std(study) -> None:
 
 
 def test_refit_trains_on_all_training_images_and_tests_once(study) -> None:
+    import yaml
+
     study_dir, _ = study
-    refit = json.loads((study_dir / "cv_metrics.json").read_text())["refit"]
-    assert (
-        refit["n_test"] == 9
-        and refit["epochs"] == json.loads((study_dir / "cv_metrics.json").read_text())["chosen_epochs"]
-    )
+    metrics = json.loads((study_dir / "cv_metrics.json").read_text())
+    refit = metrics["refit"]
+    assert refit["n_test"] == 9 and refit["epochs"] == metrics["chosen_epochs"]
     split = rows(study_dir / "folds" / "refit.csv")
     assert sum(r["split"] == "train" for r in split) == 31
     assert sorted(r["path"].split("/")[0] for r in split if r["split"] != "train") == ["test"] * 9
+    config = yaml.safe_load((study_dir / "refit" / "config.yaml").read_text())
+    assert config["trainer"]["limit_val_batches"] == 0  # never evaluated while training: once, at the end
+    assert config["trainer"]["max_epochs"] == refit["epochs"]
+    assert not any("EarlyStopping" in c["class_path"] for c in config["trainer"]["callbacks"])
     assert 0 <= refit["metrics"]["test/acc"] <= 1
 
 
