@@ -8,7 +8,7 @@ Prints each wall time, the totals and the ratio cv / plain (target <= 1.10).
 
 The cv process pays its start-up once, and per fold what a plain fit does not do: one more validation epoch of
 the best checkpoint and the out-of-fold predictions; both sides are counted, because a user waits for both. Each
-plain fit's best val/acc is checked against its fold's, so the two sides are known to have trained the same thing.
+plain fit's best val/f1_macro is checked against its fold's, so the two sides are known to have trained the same thing.
 """
 
 from __future__ import annotations
@@ -39,9 +39,10 @@ def timed(args: list[str]) -> tuple[float, float]:
     return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def best_val_acc(run_dir: Path) -> float:
+def best_val_f1(run_dir: Path) -> float:
+    """The best checkpoint's val/f1_macro, from its name (``epoch=NN-val_f1=X``, configs/default.yaml's)."""
     (ckpt,) = [p for p in (run_dir / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
-    return float(ckpt.stem.split("val_acc=")[1])
+    return float(ckpt.stem.split("val_f1=")[1])
 
 
 def main() -> None:
@@ -61,10 +62,10 @@ def main() -> None:
             save_dir = tmp / "plain" / str(fold["fold"])
             config = study / f"fold_{fold['fold']}" / "config.yaml"
             plain.append(timed(["fit", "--config", str(config), f"--trainer.logger.init_args.save_dir={save_dir}"]))
-            acc, value = best_val_acc(save_dir / "digits" / "version_0"), fold["metrics"]["val/acc"]
-            same = "same" if abs(acc - value) < 1e-3 else "DIFFERENT"
+            f1, value = best_val_f1(save_dir / "digits" / "version_0"), fold["metrics"]["val/f1_macro"]
+            same = "same" if abs(f1 - value) < 1e-3 else "DIFFERENT"
             took = f"{plain[-1][0]:.1f} s wall, {plain[-1][1]:.1f} s CPU"
-            print(f"fit {fold['fold']}: {took}, best val/acc {acc:.4f} ({same} as the fold: {value:.4f})")
+            print(f"fit {fold['fold']}: {took}, best val/f1_macro {f1:.4f} ({same} as the fold: {value:.4f})")
         wall, cpu = sum(p[0] for p in plain), sum(p[1] for p in plain)
         print(f"plain: {len(plain)} fits one after another: {wall:.1f} s wall, {cpu:.1f} s CPU")
         print(f"ratio cv / plain = {cv_s[0] / wall:.3f} wall (target <= 1.10), {cv_s[1] / cpu:.3f} CPU")
