@@ -11,11 +11,11 @@ CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-dev train test test-fast lint format tensorboard clean rename drop-extra
+.PHONY: help install install-dev train test test-fast lint format tensorboard clean rename drop-extra update-engine
 .PHONY: postgresql # extra: tune
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-13s %s\n", $$1, $$2}'
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,10 @@ rename: ## Rename the package everywhere: make rename NAME=my_project (then make
 drop-extra: ## Delete an optional feature whole: make drop-extra NAME=deploy (its code, tests, docs, extra)
 	@test -n "$(NAME)" || (echo "usage: make drop-extra NAME=<extra>" >&2; exit 2)
 	$(PYTHON) scripts/drop_extra.py $(NAME)
+
+update-engine: ## Take upstream's engine and extras: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1]
+	@test -n "$(UPSTREAM)" || (echo "usage: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1]" >&2; exit 2)
+	$(PYTHON) scripts/update_engine.py --upstream "$(UPSTREAM)" --ref "$(or $(REF),HEAD)" $(if $(APPLY),--apply)
 
 clean: ## Remove runs, caches and build artefacts (keeps .venv)
 	rm -rf runs lightning_logs .pytest_cache .ruff_cache build dist src/*.egg-info

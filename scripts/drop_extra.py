@@ -18,7 +18,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from rename import reformat  # scripts/ is on the path when a script here runs
+import engine_lock  # scripts/ is on the path when a script here runs
+from rename import reformat
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Folders never touched: version control, environments, outputs and caches.
@@ -122,6 +123,8 @@ def drop(names: list[str], root: Path = ROOT) -> list[str]:
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise SystemExit(f"drop-extra: no extra {unknown[0]!r}; {hint}the extras here are {', '.join(extras(root))}")
     dropped = with_users(names, root)
+    installed = engine_lock.read(root)
+    before = engine_lock.hashes(root, list(installed["files"])) if installed else {}
     for name in dropped:
         for path in parts(name, root):
             if path.is_dir():
@@ -138,6 +141,7 @@ def drop(names: list[str], root: Path = ROOT) -> list[str]:
             changed.append(path)
     if not reformat(changed, root):  # a table left with one row, say: as ruff would write it
         print("ruff not found: run `make format` (the files edited above may need it)")
+    engine_lock.record(root, before)  # so make update-engine keeps the extra deleted, and edits stay edits
     return dropped
 
 

@@ -23,6 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import engine_lock  # scripts/ is on the path when a script here runs
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Folders never touched: version control, environments, outputs and caches.
 SKIP_DIRS = {".git", ".venv", "venv", "runs", "lightning_logs", "__pycache__", ".pytest_cache", ".ruff_cache", "build"}
@@ -216,10 +218,15 @@ def rename(new: str, root: Path = ROOT) -> list[Path]:
     return [moved / p.relative_to(package) if p.is_relative_to(package) else p for p in changed]
 
 
+def find_ruff(root: Path = ROOT) -> str | None:
+    """The ruff to format with: the repository's venv's, the running Python's, or one on the PATH."""
+    candidates = [root / ".venv" / "bin" / "ruff", Path(sys.executable).parent / "ruff"]
+    return next((str(c) for c in candidates if c.is_file()), None) or shutil.which("ruff")
+
+
 def reformat(files: list[Path], root: Path = ROOT) -> bool:
     """``ruff format`` the given Python files (a rename or a deletion changed their lines); False without ruff."""
-    candidates = [root / ".venv" / "bin" / "ruff", Path(sys.executable).parent / "ruff"]
-    ruff = next((str(c) for c in candidates if c.is_file()), None) or shutil.which("ruff")
+    ruff = find_ruff(root)
     if ruff is None:
         return False
     python = [str(p) for p in files if p.suffix == ".py"]
@@ -238,6 +245,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.name == old:
             print(f"the package is already called {old}: nothing to do")
             return 0
+        installed = engine_lock.read(args.root)  # a second rename: the lock's paths are renamed with the text
+        sub = replacer(old, args.name)
+        before = (
+            {sub(p): h for p, h in engine_lock.hashes(args.root, list(installed["files"])).items()}
+            if installed
+            else None
+        )
         changed = rename(args.name, args.root)
     except Refused as refused:
         print(f"rename: {refused}", file=sys.stderr)
@@ -245,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"renamed {old} -> {args.name}: src/{args.name}/ and {len(changed)} files")
     if not reformat(changed, args.root):
         print("ruff not found: run `make format` (line lengths changed with the name)")
+    lock = engine_lock.record(args.root, before)
+    print(f"recorded the engine's and the extras' files in {lock.name}: make update-engine takes upstream's fixes")
     print("next: make install   (reinstalls, so the console script is called " + args.name + ")")
     return 0
 

@@ -150,3 +150,24 @@ def test_every_dotted_name_a_page_cites_resolves(page: Path) -> None:
                 found = getattr(found, attribute, None)
             break
         assert found is not None, f"{_page_id(page)} cites {name}, which does not resolve"
+
+
+def test_the_engine_promise_names_only_what_the_project_zone_imports_from_the_engine() -> None:
+    """docs/make_it_yours.md's public surface of the engine is real: each name is imported from ``_engine`` by the
+    project zone (what an update may change only in a major version)."""
+    import ast
+
+    text = (REPO / "docs" / "make_it_yours.md").read_text()
+    promise = text.split("**What the engine promises between versions.**", 1)[1].split("\n\n", 1)[0]
+    cited = set(re.findall(r"`([A-Za-z_]\w*)`", promise))
+    package = REPO / "src" / "litstarter"
+    project = [
+        *package.glob("*.py"),
+        *(p for zone in ("models", "data", "callbacks") for p in (package / zone).rglob("*.py")),
+    ]
+    imported = set()
+    for path in project:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and "_engine" in (node.module or "").split("."):
+                imported |= {alias.name for alias in node.names}
+    assert len(cited) >= 10 and cited <= imported, f"cited but not imported from the engine: {sorted(cited - imported)}"
