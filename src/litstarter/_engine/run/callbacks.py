@@ -6,7 +6,8 @@
   any. Lightning 2.6 writes a checkpoint through ``fsspec`` and swallows a ``PermissionError`` on the way
   (``lightning.fabric.utilities.cloud_io._atomic_save``): a fit into a folder it may not write would exit 0 having
   saved nothing;
-* :class:`WarnOnTinyValidation`: one line when the validation split is too small to select a checkpoint on.
+* :class:`WarnOnTinyValidation`: one line when the validation split is too small to select a checkpoint on;
+* :class:`SayWhatAMidEpochResumeReplays`: one line when a fit resumes from a checkpoint saved mid-epoch.
 """
 
 from __future__ import annotations
@@ -142,4 +143,25 @@ class WarnOnTinyValidation(Callback):
             f" too few to select a checkpoint on (one image moves accuracy by {100 / max(len(labels), 1):.0f}"
             f" points; under {MIN_VAL_IMAGES}, or under {MIN_VAL_PER_CLASS} of a class, it is mostly luck). Raise"
             " data.val_fraction, or add images to the validation folder"
+        )
+
+
+class SayWhatAMidEpochResumeReplays(Callback):
+    """One line when a fit resumes from a checkpoint saved mid-epoch (a SLURM ``hpc_ckpt_<n>.ckpt``, a
+    ``val_check_interval`` save): the train loader is a plain ``DataLoader``, which keeps no position, so Lightning
+    restarts the epoch's iteration and fills the steps the epoch had left with its first batches again. That
+    epoch then trains those batches twice and its last ones not at all; epoch-end checkpoints resume exactly."""
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Compare the restored position in the epoch with the epoch's length."""
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        total = trainer.num_training_batches
+        if not trainer.ckpt_path or not 0 < done < total or total == float("inf"):
+            return
+        left = int(total) - done
+        log.warning(
+            f"resuming mid-epoch: epoch {trainer.current_epoch} had trained {done} of its {int(total)} batches. The"
+            " train loader keeps no position, so the epoch's other"
+            f" {left} steps take its first {left} batches again: this epoch trains them twice and its last {left}"
+            " not at all (the next epochs are whole). Resume from an epoch-end last.ckpt to replay exactly"
         )
