@@ -70,7 +70,7 @@ def test_a_changed_model_or_data_is_refused_and_the_checkpoint_overrules_test_ou
     cases = [
         [*FIT, "--resume", "auto", "--model.backbone", "resnet18"],
         [*FIT, "--resume", "auto", "--data.init_args.classes", "[0, 1, 2, 3, 4]"],
-        ["test", *resnet, f"--ckpt_path={last}"],
+        ["test", *resnet, f"--ckpt_path={last}", "--trainer.limit_test_batches=1"],
         ["fit", *resnet, f"--ckpt_path={last}"],
         [*fresh, "--test_after_fit=false", "--trainer.logger.init_args.name=new"],
     ]

@@ -33,7 +33,10 @@ STEPS_PER_EPOCH = 20
 EPOCHS = 2
 SIGNAL_STEP = STEPS_PER_EPOCH + STEPS_PER_EPOCH // 2  # mid-epoch 1
 # Added after the script's --trainer.logger.init_args.* (which address the one logger of configs/default.yaml).
-MLFLOW = {"class_path": "lightning.pytorch.loggers.MLFlowLogger", "init_args": {"experiment_name": "slurm", "save_dir": "runs"}}
+MLFLOW = {
+    "class_path": "lightning.pytorch.loggers.MLFlowLogger",
+    "init_args": {"experiment_name": "slurm", "save_dir": "runs"},  # the SQLite store: runs/mlflow.db
+}
 FAKE_SRUN = '#!/usr/bin/env bash\nexec "$@"\n'
 FAKE_SCONTROL = (
     '#!/usr/bin/env bash\nprintf "%s\\n" "$*" >> "$SCONTROL_CALLS"\nkill -TERM "$PPID"; sleep 0.5; kill -KILL "$PPID"\n'
