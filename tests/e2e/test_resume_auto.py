@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import CONFIGS, DEFAULT_CONFIG, REPO, assert_refused, run_cases, tensorboard_events
+from tests.helpers import CONFIGS, DEFAULT_CONFIG, REPO, assert_refused, tensorboard_events
 
 STEPS_PER_EPOCH = 20  # digits: 1257 train images / batch 64
 EPOCHS = 3  # as the digits_run fixture, the uninterrupted reference
@@ -60,7 +60,13 @@ def killed(tmp_path_factory) -> Path:
     return work
 
 
-def test_a_changed_model_or_data_is_refused_and_the_checkpoint_overrules_test_out_loud(killed: Path) -> None:
+def test_a_changed_model_or_data_is_refused_and_the_checkpoint_overrules_test_out_loud(
+    killed: Path, capsys, monkeypatch
+) -> None:
+    from litstarter.__main__ import main
+
+    monkeypatch.chdir(killed)  # in this process: the suite has Lightning imported already
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     run = killed / "runs" / "digits" / "version_0"
     last = run / "checkpoints" / "last.ckpt"
     before = _tree(run)
@@ -74,7 +80,11 @@ def test_a_changed_model_or_data_is_refused_and_the_checkpoint_overrules_test_ou
         ["fit", *resnet, f"--ckpt_path={last}"],
         [*fresh, "--test_after_fit=false", "--trainer.logger.init_args.name=new"],
     ]
-    backbone, classes, tested, refit, started = run_cases(killed, [{"argv": c, "env": {}} for c in cases])
+    results = []
+    for argv in cases:
+        code = main(argv)
+        results.append({"argv": argv, "code": code, "stderr": capsys.readouterr().err})
+    backbone, classes, tested, refit, started = results
     assert_refused(backbone, 2, "--resume", "model.backbone: 'small_cnn' in the run, 'resnet18' now")
     assert_refused(classes, 2, "data.init_args.classes: None in the run, [0, 1, 2, 3, 4] now")
     assert _tree(run) == before, "a refused resume must write nothing into the run"
