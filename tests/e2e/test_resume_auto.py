@@ -56,7 +56,13 @@ def killed(tmp_path_factory) -> Path:
     proc = _start([*FIT, f"--trainer.callbacks+={json.dumps(KILLER)}"], work)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == -signal.SIGKILL, err[-3000:]
-    assert (work / "runs" / "digits" / "version_0" / "checkpoints" / "last.ckpt").is_file()
+    run = work / "runs" / "digits" / "version_0"
+    assert not (run / "metrics.json").exists()
+    for path in sorted((run / "checkpoints").glob("*.ckpt")):  # none is half-written
+        state = torch.load(path, weights_only=True, map_location="cpu")
+        assert all(torch.isfinite(v).all() for v in state["state_dict"].values() if v.is_floating_point())
+    last = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True, map_location="cpu")
+    assert last["global_step"] == 2 * STEPS_PER_EPOCH and last["epoch"] == 1  # the last finished epoch
     return work
 
 
@@ -134,6 +140,9 @@ def test_two_resumes_at_once_one_continues_the_run_exactly_and_the_other_names_i
     assert "from checkpoints/last.ckpt (epoch 1, step 40)" in resumed[0] and run_id in resumed[0]
 
     assert sorted(p.name for p in (killed / "runs" / "digits").iterdir()) == ["version_0"]
+    # The run's own config.yaml stays as it was (no ckpt_path): `--config <run>/config.yaml` reruns, not resumes.
+    assert "ckpt_path: null" in (run / "config.yaml").read_text()
+    assert "last.ckpt" in (run / "config.resume.yaml").read_text()
     assert json.loads((run / "metrics.json").read_text()) == json.loads((digits_run / "metrics.json").read_text())
     final = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True, map_location="cpu")
     reference = torch.load(digits_run / "checkpoints" / "last.ckpt", weights_only=True, map_location="cpu")
