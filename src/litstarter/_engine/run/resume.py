@@ -172,9 +172,10 @@ def choose_run(value: str, config) -> tuple[Path, Path] | None:
     return found
 
 
-def _shown(value) -> str:
-    text = repr(None if value is _MISSING else value)
-    return text if len(text) <= 40 else "(another value)"
+def _described(key: str, before, now) -> str:
+    """``key: <before> in the run, <now> now``; ``key (changed)`` where a value is too long for one line."""
+    before, now = (repr(None if v is _MISSING else v) for v in (before, now))
+    return f"{key}: {before} in the run, {now} now" if max(len(before), len(now)) <= 40 else f"{key} (changed)"
 
 
 def differences(ours: dict, theirs: dict) -> tuple[list[str], list[str]]:
@@ -187,7 +188,7 @@ def differences(ours: dict, theirs: dict) -> tuple[list[str], list[str]]:
     differ = [
         k for k in sorted(set(a) | set(b)) if a.get(k, _MISSING) != b.get(k, _MISSING) and not _under(k, NOT_COMPARED)
     ]
-    shown = {k: f"{k}: {_shown(b.get(k, _MISSING))} in the run, {_shown(a.get(k, _MISSING))} now" for k in differ}
+    shown = {k: _described(k, b.get(k, _MISSING), a.get(k, _MISSING)) for k in differ}
     shaping = [shown[k] for k in differ if _under(k, SHAPING) and not _under(k, MAY_CHANGE)]
     return shaping, [shown[k] for k in differ if _under(k, ("trainer",))]
 
