@@ -109,3 +109,39 @@ class StallMetric(L.Callback):
 
     def on_validation_end(self, trainer, pl_module) -> None:
         trainer.callback_metrics[self.name] = torch.tensor(self.value)
+
+
+class SignalAtStep(L.Callback):
+    """Send this process ``signum`` (SIGUSR1 by default: what SLURM sends before a time limit) when the batch that
+    would become optimiser step ``step`` starts.
+
+    Args:
+        step: ``trainer.global_step`` at which to signal.
+        signum: The signal's number.
+    """
+
+    def __init__(self, step: int, signum: int = int(signal.SIGUSR1)) -> None:
+        self.step, self.signum = step, signum
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.global_step == self.step:
+            os.kill(os.getpid(), self.signum)
+
+
+class RecordMlflowStatus(L.Callback):
+    """When training starts, write each MLflow logger's run status to ``path`` (one per line): what a resume set
+    it to before its first step.
+
+    Args:
+        path: The file to write.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        from lightning.pytorch.loggers import MLFlowLogger
+
+        runs = [lg for lg in trainer.loggers if isinstance(lg, MLFlowLogger)]
+        statuses = [lg.experiment.get_run(lg.run_id).info.status for lg in runs]
+        Path(self.path).write_text("".join(f"{s}\n" for s in statuses))

@@ -6,7 +6,8 @@
   any. Lightning 2.6 writes a checkpoint through ``fsspec`` and swallows a ``PermissionError`` on the way
   (``lightning.fabric.utilities.cloud_io._atomic_save``): a fit into a folder it may not write would exit 0 having
   saved nothing;
-* :class:`WarnOnTinyValidation`: one line when the validation split is too small to select a checkpoint on.
+* :class:`WarnOnTinyValidation`: one line when the validation split is too small to select a checkpoint on;
+* :class:`SayWhatAMidEpochResumeReplays`: one line when a fit resumes from a checkpoint saved mid-epoch.
 """
 
 from __future__ import annotations
@@ -142,4 +143,37 @@ class WarnOnTinyValidation(Callback):
             f" too few to select a checkpoint on (one image moves accuracy by {100 / max(len(labels), 1):.0f}"
             f" points; under {MIN_VAL_IMAGES}, or under {MIN_VAL_PER_CLASS} of a class, it is mostly luck). Raise"
             " data.val_fraction, or add images to the validation folder"
+        )
+
+
+def resumable(loaders) -> bool:
+    """Whether every train loader keeps its position (Lightning's Stateful protocol: ``state_dict`` and
+    ``load_state_dict``, as torchdata's ``StatefulDataLoader`` and LitData's loaders have); Lightning then restores
+    it and a mid-epoch resume continues where it stopped."""
+    loaders = list(loaders.values()) if isinstance(loaders, dict) else loaders
+    loaders = loaders if isinstance(loaders, list | tuple) else [loaders]
+    return bool(loaders) and all(hasattr(x, "state_dict") and hasattr(x, "load_state_dict") for x in loaders)
+
+
+class SayWhatAMidEpochResumeReplays(Callback):
+    """One line when a fit resumes from a checkpoint saved mid-epoch (a SLURM ``hpc_ckpt_<n>.ckpt``, a
+    ``val_check_interval`` save): the train loader is a plain ``DataLoader``, which keeps no position, so Lightning
+    restarts the epoch's iteration and fills the steps the epoch had left with its first batches again. That
+    epoch then trains those batches twice and its last ones not at all; epoch-end checkpoints resume exactly. Nothing
+    is said for a loader that keeps its position (:func:`resumable`)."""
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Compare the restored position in the epoch with the epoch's length."""
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        total = trainer.num_training_batches
+        if not trainer.ckpt_path or not 0 < done < total or total == float("inf"):
+            return
+        if resumable(trainer.train_dataloader):
+            return
+        left = int(total) - done
+        log.warning(
+            f"resuming mid-epoch: epoch {trainer.current_epoch} had trained {done} of its {int(total)} batches. The"
+            " train loader keeps no position, so the epoch's other"
+            f" {left} steps take its first {left} batches again: this epoch trains them twice and its last {left}"
+            " not at all (the next epochs are whole). Resume from an epoch-end last.ckpt to replay exactly"
         )

@@ -14,23 +14,45 @@ Only one process of a run claims:
 * under an external launcher (``torchrun``, SLURM, ``NODE_RANK``/``LOCAL_RANK`` set by hand) only global
   rank 0 claims; the other ranks learn the name from rank 0 when the run starts
   (:class:`litstarter.callbacks.ShareRunVersion`).
+
+A folder that exists already (a resume, the SLURM script's ``job_<id>``) is *held* while a fit trains in it
+(:func:`hold_run`): an exclusive ``flock`` on ``<run>/.fit.lock``, which the kernel drops when the process ends,
+however it ends (SIGKILL too), so a killed run never leaves a stale lock. A second fit into a held folder is refused
+naming the process that holds it. ``flock`` holds across nodes on NFS (Linux maps it to NFS locks) and on Lustre
+mounted with ``-o flock``; where ``fcntl`` does not exist (Windows) nothing is held.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
+import time
 from pathlib import Path
 
 from ..errors import UsageError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, nothing is held
+    fcntl = None
 
 #: The folder the claiming process took; its launcher's re-run processes inherit it.
 CLAIM_ENV = "LITSTARTER_CLAIMED_RUN_DIR"
 #: Loggers that write into ``<save_dir>/<name>/<version>/``.
 FILE_LOGGERS = ("TensorBoardLogger", "CSVLogger")
 VERSION_PREFIX = "version_"
+#: The run a ``--resume`` chose (its folder and checkpoint, JSON); the launcher's re-run processes inherit it.
+RESUME_ENV = "LITSTARTER_RESUMED_RUN"
+#: Held while a fit trains in the folder (see the module docstring); never removed from a folder that stays.
+LOCK_FILE = ".fit.lock"
 # The folder this process claimed, until end_claim(); in-process runs (tests, tune) claim one after another.
 _claimed_here: Path | None = None
+# Whether this process set RESUME_ENV (end_claim then removes it).
+_resume_handed_on = False
+# The run folders this process holds, with the open lock file of each (closing it releases the lock).
+_held: dict[Path, int] = {}
 
 
 def global_rank_from_env(environ: os._Environ | dict | None = None) -> int | None:
@@ -113,12 +135,82 @@ def claim_run_directory(config) -> Path | None:
     return claimed
 
 
+class RunHeldError(UsageError):
+    """Another fit trains in the run folder this one would write into (exit 2)."""
+
+
+def holder_of(fd: int) -> str:
+    """Who holds a lock file, in words, from what it wrote into it (empty while it is just being taken)."""
+    try:
+        owner = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        owner = {}
+    if not owner:
+        return "another process (it is just starting)"
+    return f"process {owner.get('pid')} on {owner.get('host')}, since {owner.get('since')}"
+
+
+def hold_run(run_dir: str | os.PathLike) -> None:
+    """Hold ``run_dir`` for this process's fit until :func:`end_claim` (or until the process ends).
+
+    Raises:
+        RunHeldError: Another process holds it; the message names that process.
+    """
+    run_dir = Path(os.path.abspath(run_dir))
+    if fcntl is None or run_dir in _held:
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # BlockingIOError: held elsewhere
+        holder = holder_of(fd)
+        os.close(fd)
+        raise RunHeldError(
+            f"the run folder '{run_dir}' is in use by another fit ({holder}): two fits must not write into one"
+            " run. Wait for it to end, or give this fit another run (--resume <run dir>, or no --resume for a new"
+            " one)"
+        ) from None
+    since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since}).encode(), 0)
+    _held[run_dir] = fd
+
+
+def hand_on_resume(run_dir: Path, ckpt: Path) -> None:
+    """Leave the resumed run in :data:`RESUME_ENV` for the processes Lightning's launcher re-runs (other devices),
+    which then resume the same run without choosing again (cleared by :func:`end_claim`)."""
+    global _resume_handed_on
+    os.environ[RESUME_ENV] = json.dumps([str(run_dir), str(ckpt)])
+    _resume_handed_on = True
+
+
+def inherited_resume() -> tuple[Path, Path] | None:
+    """``(run folder, checkpoint)`` a parent process resumed (:func:`hand_on_resume`), or None."""
+    if _resume_handed_on or not os.environ.get(RESUME_ENV):
+        return None
+    run_dir, ckpt = json.loads(os.environ[RESUME_ENV])
+    return Path(run_dir), Path(ckpt)
+
+
+def release_runs() -> None:
+    """Let go of every run folder this process holds (the lock files stay: removing one that another process has
+    just opened would let two processes hold one folder)."""
+    while _held:
+        _, fd = _held.popitem()
+        os.close(fd)
+
+
 def end_claim(failed_before_training: bool = False) -> None:
     """After the run: stop handing the folder to new processes, and remove it if it is still empty (the run
     stopped before writing anything), so a failed run leaves no empty ``version_<n>`` behind; with
     ``failed_before_training`` (a refused ``init_from``, a one-class folder, bad files), also when all it holds is
     what setup wrote (``config.yaml``, an empty ``checkpoints/``, a first event file): no checkpoint, no metrics."""
-    global _claimed_here
+    global _claimed_here, _resume_handed_on
+    release_runs()
+    if _resume_handed_on:
+        os.environ.pop(RESUME_ENV, None)
+        _resume_handed_on = False
     claimed, _claimed_here = _claimed_here, None
     if claimed is None:
         return
@@ -128,6 +220,9 @@ def end_claim(failed_before_training: bool = False) -> None:
     if failed_before_training and claimed.is_dir() and not any(any(claimed.rglob(p)) for p in kept):
         shutil.rmtree(claimed, ignore_errors=True)
         return
+    lock = claimed / LOCK_FILE
+    if lock.is_file() and [p.name for p in claimed.iterdir()] == [LOCK_FILE]:
+        lock.unlink()  # a run with nothing else in it: nobody resumes it
     try:
         claimed.rmdir()  # only succeeds while empty
     except OSError:

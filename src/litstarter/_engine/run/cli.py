@@ -2,11 +2,13 @@
 
 In the order LightningCLI calls them:
 
-1. after parsing: ``--ckpt_path`` is read safely (``weights_only``) before Lightning reads hyper-parameters from it,
-   and the config can be written back as ``config.yaml`` (:mod:`.config_file`);
+1. after parsing: ``--resume`` becomes a checkpoint file in a run that agrees with the config and is held
+   (:mod:`.resume`); ``--ckpt_path`` is read safely (``weights_only``) before Lightning reads hyper-parameters
+   from it, each model setting of the user's it overrules is named (:mod:`.checkpoint_settings`), and the config
+   can be written back as ``config.yaml`` (:mod:`.config_file`);
 2. before anything is built: our log lines are shown, the accelerator exists, presets that cannot run here fall
    back (:mod:`.fallbacks`), a resume keeps writing into its checkpoint's run, the loggers are checked and the
-   run folder is claimed (:mod:`.claim`), every logger writing into it (:mod:`.folder`);
+   run folder is claimed (:mod:`.claim`), every logger writing into it (:mod:`.folder`), and a fit holds it;
 3. the Trainer gets the callbacks every run needs (:mod:`.callbacks`), and the config goes back to the loggers as
    given, for ``config.yaml``;
 4. before ``fit`` / ``validate`` / ``test`` / ``predict``: the checkpoint fits the model (:mod:`.checks`); the
@@ -17,28 +19,36 @@ In the order LightningCLI calls them:
 from __future__ import annotations
 
 import copy
+import logging
 import sys
 from pathlib import Path
 
+import yaml
 from jsonargparse import ArgumentError
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from ..errors import UsageError
 from ..trust import check_stored_classes, named_classes
-from .callbacks import CheckCheckpointsWritten, ShareRunVersion, WarnOnTinyValidation
+from .callbacks import CheckCheckpointsWritten, SayWhatAMidEpochResumeReplays, ShareRunVersion, WarnOnTinyValidation
+from .checkpoint_settings import say_what_the_checkpoint_overrules
 from .checks import check_accelerator_present, check_checkpoint_file, check_checkpoint_fits
-from .claim import claim_run_directory, end_claim
+from .claim import claim_run_directory, end_claim, global_rank_from_env, hold_run
 from .config_file import check_config_writes, keep_counts_as_ints, register_config_types
 from .fallbacks import apply_fallbacks
 from .folder import (
+    MLFLOW,
     check_loggers,
+    entry_run_dir,
+    kind,
     logger_entries,
     point_file_loggers_at,
     resume_in_the_checkpoints_run,
     share_one_run_directory,
+    write_into,
 )
 from .logs import show_litstarter_logs
 from .parse_errors import sentence
+from .resume import AUTO, resolve_resume
 from .tracking import check_mlflow_loggers, continue_csv_logs, log_run_files_to_mlflow, record_mlflow_runs
 
 
@@ -93,19 +103,54 @@ class RunCLI(LightningCLI):
             help="Import classes that --ckpt_path names from outside litstarter, torch, torchvision and Lightning"
             " (importing runs their module's code): only for a checkpoint whose author you trust.",
         )
+        parser.add_argument(
+            "--resume",
+            type=str | None,
+            default=None,
+            help=f"fit only. {AUTO}: continue the newest run of this experiment (trainer.logger's save_dir/name) that"
+            " has a checkpoint (the newer of checkpoints/last.ckpt and hpc_ckpt_<n>.ckpt), in its own folder, curves"
+            " and MLflow run; none: a fresh run. A run folder: continue that run. The config must agree with the"
+            " run's on the model, the data and the optimiser; Trainer settings may change.",
+        )
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
-        """Parse, then check ``--ckpt_path`` before LightningCLI reads hyper-parameters from it."""
+        """Parse; then, before LightningCLI merges a checkpoint's settings into the config: resolve ``--resume`` to
+        a checkpoint file, check ``--ckpt_path``, and name what its settings overrule."""
+        show_litstarter_logs()  # the lines below come before the run's setup
         super().parse_arguments(parser, args)
+        dumped = self.parser.dump(self.config, skip_none=False, skip_validation=True)
         subcommand = self.config.get("subcommand")
+        self.resume = None
         if subcommand:
             given = self.config[subcommand]
-            checkpoint = check_checkpoint_file(given.get("ckpt_path"))
+            self.resume = resolve_resume(subcommand, given, (yaml.safe_load(dumped) or {}).get(subcommand) or {})
+            ckpt_path = given.get("ckpt_path")
+            checkpoint = check_checkpoint_file(ckpt_path)
             if checkpoint is not None:  # LightningCLI merges its hyper-parameters next, importing each class named
                 named = {class_path for _, class_path in named_classes(given)}
-                where = f"--ckpt_path '{given.get('ckpt_path')}' hyper_parameters"
-                check_stored_classes(checkpoint.get("hyper_parameters") or {}, named, given.get("trust_model"), where)
-        check_config_writes(self.parser.dump(self.config, skip_none=False, skip_validation=True))
+                where = f"--ckpt_path '{ckpt_path}' hyper_parameters"
+                hparams = checkpoint.get("hyper_parameters") or {}
+                check_stored_classes(hparams, named, given.get("trust_model"), where)
+                if self.resume is None:  # a --resume was compared with its run's config.yaml already
+                    model = self.given_model_settings(subcommand, args)
+                    say_what_the_checkpoint_overrules(subcommand, model, hparams, str(ckpt_path))
+                else:
+                    self.resume.position = (checkpoint.get("epoch"), checkpoint.get("global_step"))
+        check_config_writes(dumped)
+
+    def given_model_settings(self, subcommand: str, args) -> dict | None:
+        """The model settings the user gave (config files and options), without the parser's defaults: jsonargparse
+        marks no value as given, so the subcommand's arguments are parsed again with ``defaults=False``."""
+        given = sys.argv[1:] if args is None else args
+        parser = getattr(self, "_subcommand_parsers", {}).get(subcommand)  # LightningCLI's, private
+        if parser is None or not isinstance(given, list | tuple) or subcommand not in given:
+            return None
+        rest = list(given)[list(given).index(subcommand) + 1 :]
+        try:
+            model = parser.parse_args(rest, defaults=False).get("model")
+        except (ArgumentError, SystemExit, TypeError, ValueError):
+            return None
+        return model.as_dict() if hasattr(model, "as_dict") else model
 
     def before_instantiate_classes(self) -> None:
         """Check and complete the parsed config, and claim the run's folder (step 2 above)."""
@@ -114,6 +159,8 @@ class RunCLI(LightningCLI):
         self.given_loggers = copy.deepcopy((config.get("trainer") or {}).get("logger"))
         check_accelerator_present(config)
         apply_fallbacks(config)
+        if self.resume is not None:
+            write_into(config, self.resume.run_dir)
         if self.subcommand == "fit" and resume_in_the_checkpoints_run(config):
             # Keep the run's original config.yaml (it has no ckpt_path); the resume's own goes beside it.
             self.save_config_kwargs["config_filename"] = "config.resume.yaml"
@@ -123,6 +170,18 @@ class RunCLI(LightningCLI):
         if self.subcommand in ("fit", "validate", "test"):
             claim_run_directory(config)  # two runs with the same logger name never share a folder
         share_one_run_directory(config)  # several loggers, one folder: the first one's
+        if self.subcommand == "fit":
+            self.hold_the_run(config)
+
+    def hold_the_run(self, config) -> None:
+        """Hold the fit's run folder (global rank 0; see :func:`.claim.hold_run`) and say what a resume continues."""
+        entries = logger_entries(config)
+        run_dir = entry_run_dir(entries[0]) if entries else None
+        if run_dir is not None and global_rank_from_env() in (None, 0):
+            hold_run(run_dir)
+        if self.resume is not None:
+            mlflow = [e.init_args.get("run_id") for e in entries if kind(e) == MLFLOW]
+            logging.getLogger("litstarter").warning(self.resume.line(mlflow[0] if mlflow else None))
 
     def instantiate_classes(self) -> None:
         """Build everything, then put the loggers back as given: ``config.yaml`` records settings, not the folder
@@ -136,7 +195,9 @@ class RunCLI(LightningCLI):
         """The configured Trainer, plus the callbacks every run needs: each rank uses rank 0's run folder; a fit
         stops when its checkpoints cannot be written."""
         trainer = super().instantiate_trainer(**kwargs)
-        trainer.callbacks.extend([ShareRunVersion(), CheckCheckpointsWritten(), WarnOnTinyValidation()])
+        trainer.callbacks.extend(
+            [ShareRunVersion(), CheckCheckpointsWritten(), WarnOnTinyValidation(), SayWhatAMidEpochResumeReplays()]
+        )
         continue_csv_logs(trainer)  # a CSV log shares the run folder and continues on a resume, never deleted
         return trainer
 

@@ -117,23 +117,44 @@ def resume_in_the_checkpoints_run(config) -> bool:
     test-after-fit could then test a worse checkpoint than one saved before the interruption). Only when the
     checkpoint is a ``last*.ckpt`` under the first logger's configured ``<save_dir>/<name>/`` and no ``version``
     was set; otherwise Lightning starts a new version as usual (resuming from an older checkpoint into the same
-    folder would overwrite the later ``last.ckpt``). Every other logger follows the first; an MLflow logger
-    continues the MLflow run recorded in ``<run>/mlflow.json``. Returns whether the run directory was reused.
+    folder would overwrite the later ``last.ckpt``). With the ``version`` set (the SLURM script's ``job_<id>``, a
+    ``--resume``), a checkpoint inside that run's folder (``hpc_ckpt_<n>.ckpt`` too) continues it. Every other
+    logger follows the first; an MLflow logger continues the MLflow run recorded in ``<run>/mlflow.json``.
+    Returns whether the run directory was reused.
     """
     ckpt_path = config.get("ckpt_path")
     entries = logger_entries(config)
-    if not ckpt_path or not Path(ckpt_path).is_file() or not Path(ckpt_path).name.startswith("last"):
+    if not ckpt_path or not Path(ckpt_path).is_file() or not entries or kind(entries[0]) not in FILE_LOGGERS:
         return False
-    if not entries or kind(entries[0]) not in FILE_LOGGERS or entries[0].init_args.get("version") is not None:
-        return False
+    ckpt = Path(ckpt_path).resolve()
     leader = entries[0].init_args
-    run_dir = Path(ckpt_path).resolve().parent.parent
+    if leader.get("version") is not None:  # the folder is given: continue it if the checkpoint is its own
+        run_dir = entry_run_dir(entries[0]).resolve()
+        if run_dir not in ckpt.parents:
+            return False
+        continue_mlflow_run(entries, run_dir)
+        return True
+    run_dir = ckpt.parent.parent
     configured = (Path(leader.save_dir) / (leader.get("name") or "")).resolve()
-    if Path(ckpt_path).resolve().parent.name != "checkpoints" or run_dir.parent != configured:
+    if not ckpt.name.startswith("last") or ckpt.parent.name != "checkpoints" or run_dir.parent != configured:
         return False
     leader.version = run_dir.name
     continue_mlflow_run(entries, run_dir)
     return True
+
+
+def write_into(config, run_dir: Path) -> None:
+    """Make the run-folder logger (and so every file logger) write into ``run_dir``, a run being resumed: its
+    ``version`` when ``run_dir`` lies in the logger's ``<save_dir>/<name>/``, else all three."""
+    entries = [e for e in logger_entries(config) if kind(e) in FILE_LOGGERS]
+    if not entries:
+        return
+    leader = entries[0].init_args
+    configured = (Path(leader.get("save_dir") or ".") / (leader.get("name") or "")).resolve()
+    if run_dir.resolve().parent == configured:
+        leader.version = run_dir.name
+    else:
+        point_file_loggers_at(entries, run_dir)
 
 
 def continue_mlflow_run(entries: list, run_dir: Path) -> None:

@@ -2,7 +2,8 @@
 
 - :class:`SaveConfigAndLogIt` writes ``config.yaml`` as LightningCLI always does, then logs the resolved config,
   flattened to dotted keys (``model.optimizer.init_args.lr``), as hyperparameters to every logger.
-- :func:`record_mlflow_runs` writes ``<run>/mlflow.json`` (the MLflow run id), so a resume continues that run.
+- :func:`record_mlflow_runs` writes ``<run>/mlflow.json`` (the MLflow run id), so a resume continues that run
+  (set back to RUNNING: Lightning's SLURM requeue finalises the loggers, marking it FINISHED, before it saves).
 - :func:`log_run_files_to_mlflow` uploads ``config.yaml`` and ``metrics.json`` as MLflow artifacts.
 - :func:`check_mlflow_settings` refuses, in one line and before training, an empty ``experiment_name`` and a
   tracking server that does not answer within :data:`SERVER_TIMEOUT_S` (MLflow itself would retry for minutes).
@@ -31,7 +32,7 @@ from ..errors import UsageError
 from .folder import MLFLOW_RUN_FILE
 
 # Not hyperparameters: where this run writes (it differs between a run and its resume) and what it resumes from.
-NOT_LOGGED = ("ckpt_path", "config", "trainer.logger")
+NOT_LOGGED = ("ckpt_path", "resume", "config", "trainer.logger")
 RUN_FILES = ("config.yaml", "config.resume.yaml", "metrics.json")
 # How long the check before training waits for an MLflow server (less if MLFLOW_HTTP_REQUEST_TIMEOUT says so).
 SERVER_TIMEOUT_S = 10.0
@@ -72,7 +73,9 @@ class SaveConfigAndLogIt(SaveConfigCallback):
         for logger in trainer.loggers:
             if isinstance(logger, MLFlowLogger):
                 known = logger.experiment.get_run(logger.run_id).data.params
-                logger.log_hyperparams({k: v for k, v in params.items() if k not in known})
+                # Lightning logs a list under key/<i>/...: a key the run has in any form is the run's already.
+                logged = {name.split("/", 1)[0] for name in known}
+                logger.log_hyperparams({k: v for k, v in params.items() if k not in logged})
             else:
                 logger.log_hyperparams(params)
 
@@ -161,6 +164,8 @@ def record_mlflow_runs(trainer: L.Trainer) -> None:
     run_dir = trainer.log_dir
     for logger in loggers:
         run_id = logger.run_id  # starts the run, and sets mlflow's tracking URI to the logger's
+        if logger.experiment.get_run(run_id).info.status != "RUNNING":  # a resume of a run Lightning finalised
+            logger.experiment.update_run(run_id, status="RUNNING")  # (the FINISHED a SLURM requeue's save wrote)
         record = {"run_id": run_id, "tracking_uri": mlflow.get_tracking_uri(), "experiment_id": logger.experiment_id}
         write_json(Path(run_dir) / MLFLOW_RUN_FILE, record)
 
