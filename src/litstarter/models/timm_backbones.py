@@ -152,7 +152,8 @@ def _cached_weights(cfg) -> str | None:
 
         repo, _, revision = cfg.hf_hub_id.partition("@")
         for file_name in [cfg.hf_hub_filename] if cfg.hf_hub_filename else ["model.safetensors", "pytorch_model.bin"]:
-            found = try_to_load_from_cache(repo, file_name, revision=revision or None)
+            # HF_HUB_CACHE read now, not when huggingface_hub was imported: a run may set it per process
+            found = try_to_load_from_cache(repo, file_name, os.environ.get("HF_HUB_CACHE"), revision=revision or None)
             if isinstance(found, str):
                 return found
     if cfg.url:
