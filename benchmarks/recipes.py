@@ -1,6 +1,7 @@
 """What the accuracy recipes cost and give: plain, + EMA, + MixUp/CutMix, one after another, on one cache.
 
     .venv/bin/python benchmarks/recipes.py [--images 2000] [--epochs 3] [--rounds 2]
+    .venv/bin/python benchmarks/recipes.py --timm resnet10t [--images 1000] [--epochs 8] [--rounds 1]
 
 Generates a 10-class folder of 64 px digit photos (the generator the tests use: scikit-learn's digits upscaled,
 random ink and background colours, noise, JPEG and PNG), then fits the image-folder default
@@ -20,6 +21,11 @@ config differ by several percent on a shared 2-core machine (the loader workers 
 cores), more than the costs being measured, so that difference can neither confirm nor refute them. A short
 untimed fit first builds the cache and warms up. A few epochs are too few for either recipe to pay off in F1: this
 measures their cost, not their long-run gain.
+
+``--timm <name>`` compares instead the timm backbone ``timm/<name>`` plain (the image-folder default with that
+backbone) against ``configs/experiment/strong.yaml`` with that backbone, at the photos' 64 px, from random init
+(nothing downloads) and without its test-time flip (a mirrored digit is another digit, or none); its mixing stops
+after 80% of the epochs, as the preset's 40 of 50.
 """
 
 from __future__ import annotations
@@ -40,6 +46,15 @@ RUNS = {
     "+ MixUp/CutMix": ["--config", str(RECIPE / "mixup_cutmix.yaml"), "--model.mix_off_after_epoch=null"],
 }
 TARGET_COST = {"+ EMA": 0.03, "+ MixUp/CutMix": 0.05}
+STRONG = REPO / "configs" / "experiment" / "strong.yaml"
+
+
+def timm_runs(name: str, epochs: int) -> dict[str, list[str]]:
+    """``--timm``'s two runs: ``timm/<name>`` plain, and the strong preset with that backbone (see the doc)."""
+    backbone = f"--model.backbone=timm/{name}"
+    strong = ["--config", str(STRONG), backbone, "--model.weights=null", "--data.image_size=64", "--model.tta=null",
+              f"--model.mix_off_after_epoch={max(1, round(0.8 * epochs))}"]  # fmt: skip
+    return {f"timm/{name}": [backbone], "+ strong preset": strong}
 
 
 def train_rate_callback():
@@ -121,7 +136,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=2000, help="images in the generated folder (10 classes)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2, help="plain, EMA, MixUp fitted in turn, this many times")
+    parser.add_argument("--timm", default=None, help="a timm model name: plain vs the strong preset with it")
     opts = parser.parse_args()
+    runs = timm_runs(opts.timm, opts.epochs) if opts.timm else RUNS
 
     from tests.helpers import write_digit_photos
 
@@ -139,24 +156,28 @@ def main() -> None:
             f"--trainer.logger.init_args.save_dir={tmp}/runs",
             "--trainer.enable_progress_bar=false",
         ]
-        fit_and_test(base, ["--trainer.limit_train_batches=5"], 1, test=False)  # builds the cache, warms up
+        warm = [*next(iter(runs.values())), "--trainer.limit_train_batches=5"]
+        fit_and_test(base, warm, 1, test=False)  # builds the cache, warms up
         rounds = [
-            {name: fit_and_test(base, extra, opts.epochs, test=r == 0) for name, extra in RUNS.items()}
+            {name: fit_and_test(base, extra, opts.epochs, test=r == 0) for name, extra in runs.items()}
             for r in range(opts.rounds)
         ]
     print(f"\n{opts.images} images, 64 px, 10 classes, {opts.epochs} epochs of the image-folder default,", end=" ")
-    print(f"{opts.rounds} round(s) of the three in turn")
-    for name in RUNS:
+    print(f"{opts.rounds} round(s) of the {len(runs)} in turn")
+    plain = next(iter(runs))
+    for name in runs:
         walls, cpus = [r[name][0] for r in rounds], [r[name][1] for r in rounds]
         line = f"  {name:15s} {statistics.median(walls):7.1f} images/s (wall)  {statistics.median(cpus):7.1f} "
         line += f"images/CPU-s   test macro-F1 {rounds[0][name][2]:.4f}"
         if name in TARGET_COST:
-            ratios = [r[name][1] / r["plain"][1] for r in rounds]  # each round against its own plain fit
+            ratios = [r[name][1] / r[plain][1] for r in rounds]  # each round against its own plain fit
             shares = [r[name][3] for r in rounds]
             cost, target = statistics.median(shares), TARGET_COST[name]
             line += f"\n      its own work: {', '.join(f'{x:.1%}' for x in shares)} of the steps' CPU by round"
             line += f" (target <= {target:.0%}: {'ok' if cost <= target else 'OVER'});"
             line += f" end to end, CPU {', '.join(f'{x:.3f}' for x in ratios)}x plain by round"
+        elif name != plain:  # --timm: the preset against plain
+            line += f"   {statistics.median(cpus) / statistics.median(r[plain][1] for r in rounds):.3f}x plain CPU"
         print(line)
 
 

@@ -4,6 +4,7 @@ the engine (``_engine/schedulers.py``: it fills an unset ``total_steps``)."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable
 
@@ -13,6 +14,8 @@ from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
 
 from litstarter._engine.errors import UsageError
+
+log = logging.getLogger("litstarter")
 
 # Layers whose parameters are a scale and a shift: decaying them toward 0 fights the normalisation.
 NORM_LAYERS: tuple[type[nn.Module], ...] = (
@@ -140,15 +143,64 @@ def default_scheduler(optimizer: Optimizer, total_steps: int | None = None) -> L
     return WarmupCosineLR(optimizer, warmup_steps=0.05, total_steps=total_steps)
 
 
-def param_groups(module: nn.Module, no_decay_norm_and_bias: bool, backbone: nn.Module, backbone_lr_scale: float):
+def param_groups(
+    module: nn.Module,
+    no_decay_norm_and_bias: bool,
+    backbone: nn.Module,
+    backbone_lr_scale: float,
+    layer_decay: float | None = None,
+):
     """What the task hands its optimiser: :func:`weight_decay_groups` (or every parameter), split into named
-    backbone/head groups when ``backbone_lr_scale`` is not 1 (:func:`scale_backbone_groups` applies it)."""
+    backbone/head groups when ``backbone_lr_scale`` is not 1 (:func:`scale_backbone_groups` applies it), or, with
+    ``layer_decay``, one backbone group per layer (:func:`layer_decay_groups`)."""
+    if layer_decay is not None:
+        return layer_decay_groups(module, backbone, layer_decay, no_decay_norm_and_bias)
     params = weight_decay_groups(module) if no_decay_norm_and_bias else module.parameters()
     if backbone_lr_scale == 1.0:
         return params
     params = list(params)
     groups = params if params and isinstance(params[0], dict) else [{"params": params}]
     return split_groups_by_module(groups, backbone, "backbone", rest="head")
+
+
+def layer_decay_groups(module: nn.Module, backbone: nn.Module, layer_decay: float, no_decay: bool) -> list[dict]:
+    """Layer-wise learning-rate decay: the backbone's groups, first layer first, each with an ``lr_scale`` of
+    ``layer_decay ** (last layer - layer)`` (from its ``layer_decay_groups``; timm models have it), then the rest
+    of ``module`` (the head) as ``head`` groups at scale 1. :func:`apply_lr_scales` applies the scales.
+
+    Raises:
+        UsageError: ``layer_decay`` outside (0, 1], or a backbone without ``layer_decay_groups``.
+    """
+    if not 0 < layer_decay <= 1:
+        raise UsageError(f"model.layer_decay must be in (0, 1], got {layer_decay}")
+    if not hasattr(backbone, "layer_decay_groups"):
+        raise UsageError(
+            f"model.layer_decay needs a backbone that groups its parameters by layer (timm/<name> backbones do);"
+            f" {type(backbone).__name__} does not: leave model.layer_decay null"
+        )
+    groups = backbone.layer_decay_groups(layer_decay, no_decay)
+    inside = {id(p) for g in groups for p in g["params"]}
+    rest = weight_decay_groups(module) if no_decay else [{"params": list(module.parameters())}]
+    rest = [{**g, "params": [p for p in g["params"] if id(p) not in inside]} for g in rest]
+    heads = [{**g, "lr_scale": 1.0, "name": "head" + ("_no_decay" if g.get("weight_decay") == 0.0 else "")}
+             for g in rest if g["params"]]  # fmt: skip
+    return groups + heads
+
+
+def apply_lr_scales(optimizer: Optimizer) -> str | None:
+    """Multiply each group's ``lr`` by its ``lr_scale`` (torch optimisers and Lightning ignore the key), in place,
+    before the scheduler reads the rates as its base; logs (and returns) a line naming the first, a middle and the
+    last group's rate, not all thirty (``None`` when no group has a scale)."""
+    scaled = [g for g in optimizer.param_groups if "lr_scale" in g]
+    if not scaled:
+        return None
+    for group in scaled:
+        group["lr"] *= group["lr_scale"]
+    shown = [scaled[0], scaled[len(scaled) // 2], scaled[-1]]
+    rates = ", ".join(f"{g.get('name', '?')} {g['lr']:.3g} (x{g['lr_scale']:.3g})" for g in shown)
+    line = f"layer decay: {len(scaled)} parameter groups; learning rates {rates}"
+    log.info(line)
+    return line
 
 
 def scale_backbone_groups(optimizer: Optimizer, backbone_lr_scale: float) -> None:

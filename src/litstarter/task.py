@@ -35,7 +35,8 @@ class ImageClassifier(L.LightningModule):
 
     Args:
         backbone: A registered name (``litstarter.models.list_backbones()``; ``configs/model/<name>.yaml`` selects
-            one) or the class path of your own ``nn.Module`` meeting the contract in ``litstarter.models.registry``.
+            one), ``timm/<name>`` (any timm model, with the ``[timm]`` extra) or the class path of your own
+            ``nn.Module`` meeting the contract in ``litstarter.models.registry``.
         num_classes: Number of classes; linked from ``data.num_classes``.
         in_channels: Image channels; linked from ``data.channels``.
         image_size: Input ``[height, width]``; linked from ``data.image_size`` and recorded for export.
@@ -44,13 +45,16 @@ class ImageClassifier(L.LightningModule):
             ``image_size`` (linked; recorded so inference on files resizes as training did); ``null``: ``image_size``.
         backbone_kwargs: Extra arguments for the backbone factory (e.g. ``widths`` for ``small_cnn``).
         weights: Pretrained backbone weights: ``null`` (random init), a torchvision weights name (``IMAGENET1K_V1``,
-            ``DEFAULT``; downloaded to ``torch.hub.get_dir()/checkpoints`` once), or a state_dict file. Loaded when a
+            ``DEFAULT``; downloaded to ``torch.hub.get_dir()/checkpoints`` once), ``pretrained`` (timm's, through the
+            Hugging Face hub cache), or a state_dict file. Loaded when a
             fit starts (not on resume, nor by ``load_from_checkpoint``); another channel count adapts the stem.
         init_from: A checkpoint of ours, an exported ``weights.pt`` or a backbone state_dict to start from, after
             ``weights``: every tensor that fits loads, the head is replaced when the classes differ.
         freeze_backbone_epochs: Train only the head for this many epochs first (backbone frozen in eval mode).
         backbone_lr_scale: The backbone's learning rate as a fraction of the head's (e.g. 0.1 when fine-tuning),
             in parameter groups of its own, logged as ``lr-<optimizer>/backbone``.
+        layer_decay: Layer-wise learning-rate decay (e.g. 0.75): each backbone layer trains at this factor of the
+            rate of the layer above it, the head at the full rate (timm/<name> backbones; ``null``: off).
         dropout: Dropout before the linear head.
         optimizer: Optimiser factory over the parameter groups; ``null``: AdamW (lr 3e-3, weight decay 0.05).
         lr_scheduler: Scheduler factory, stepped every optimiser step (``ReduceLROnPlateau``: every epoch, on
@@ -90,6 +94,7 @@ class ImageClassifier(L.LightningModule):
         init_from: str | None = None,
         freeze_backbone_epochs: int = 0,
         backbone_lr_scale: float = 1.0,
+        layer_decay: float | None = None,
         dropout: float = 0.0,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
@@ -140,7 +145,11 @@ class ImageClassifier(L.LightningModule):
         if stage != "fit" or datamodule is None:
             return
         if hasattr(datamodule, "normalization"):
-            self.net.set_normalization(*datamodule.normalization())
+            mean, std = datamodule.normalization()
+            if hasattr(self.net.backbone, "resolve_normalization"):  # a backbone with a pretrained config (timm)
+                pretrained = self.hparams.get("weights") is not None
+                mean, std = self.net.backbone.resolve_normalization(mean, std, self.hparams.image_size, pretrained)
+            self.net.set_normalization(mean, std)
         stored = getattr(datamodule, "resize_size", None) or getattr(datamodule, "image_size", None)
         if stored is not None and self.hparams.get("resize_size") is None:
             self.hparams.resize_size = tuple(int(v) for v in stored)
@@ -266,10 +275,12 @@ class ImageClassifier(L.LightningModule):
         hparams = self.hparams
         lr_scale = hparams.get("backbone_lr_scale", 1.0)
         no_decay = hparams.get("no_decay_norm_and_bias", True)
-        optimizer = self.optimizer(optim.param_groups(self, no_decay, self.net.backbone, lr_scale))
+        groups = optim.param_groups(self, no_decay, self.net.backbone, lr_scale, hparams.get("layer_decay"))
+        optimizer = self.optimizer(groups)
         optim.scale_backbone_groups(optimizer, lr_scale)  # before the scheduler reads each group's lr as its base
         mode, reference = hparams.get("scale_lr_with_batch", "none"), hparams.get("reference_batch_size", 64)
         scale_lr(optimizer, batch_plan(self.trainer), mode, reference)
+        optim.apply_lr_scales(optimizer)  # layer decay's per-group lr_scale
         scheduler = build_scheduler(self.lr_scheduler, optimizer, self.trainer.estimated_stepping_batches)
         return {"optimizer": optimizer, "lr_scheduler": optim.scheduler_config(scheduler, PLATEAU_MONITOR)}
 

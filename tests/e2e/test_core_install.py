@@ -22,7 +22,9 @@ from tests.helpers import DEFAULT_CONFIG, FOLDER_CONFIG, REPO, make_image_folder
 #: What the extras (and the trackers kept as extras) install beyond training's dependencies.
 #: The extras' subcommands that cannot start without their packages.
 NEEDING = {name: command for name, command in extra_commands().items() if command.needs}
-EXTRA_PACKAGES = sorted({p for c in extra_commands().values() for p in c.needs} | {"onnxruntime", "mlflow", "psycopg"})
+EXTRA_PACKAGES = sorted(
+    {p for c in extra_commands().values() for p in c.needs} | {"onnxruntime", "mlflow", "psycopg", "timm"}
+)
 
 PROBE = textwrap.dedent(
     """
@@ -53,6 +55,7 @@ def test_with_every_extras_package_hidden_training_runs_and_extras_say_what_to_i
         "digits": ["fit", "--config", str(DEFAULT_CONFIG), *short],
         "folder": ["fit", "--config", str(DEFAULT_CONFIG), "--config", str(FOLDER_CONFIG), f"--data.root={root}",
                    "--data.image_size=16", f"--data.cache_dir={tmp_path / 'cache'}", *short],
+        "timm": ["fit", "--config", str(DEFAULT_CONFIG), "--model.backbone=timm/resnet18", *short],
         **{name: [name, "--help"] for name, command in NEEDING.items()},
     }  # fmt: skip
     if "infer" in extra_commands():
@@ -68,6 +71,10 @@ def test_with_every_extras_package_hidden_training_runs_and_extras_say_what_to_i
     assert (tmp_path / "runs" / "digits" / "version_0" / "metrics.json").is_file()
     assert (tmp_path / "runs" / "image_folder" / "version_0" / "metrics.json").is_file()
     assert results["loaded"] == []  # nothing of an extra was imported by training
+    timm = results["timm"]["stderr"].strip().splitlines()[-1]  # a timm backbone names the extra to install
+    assert results["timm"]["code"] == 2 and timm.endswith(
+        "needs timm, which is not installed: pip install 'litstarter[timm]'"
+    ), results["timm"]["stderr"][-2000:]
 
     listed = {line.split()[0] for line in results["help"].split("subcommands:")[1].splitlines() if line[:2] == "  "}
     ready = {name for name, command in extra_commands().items() if not command.needs}

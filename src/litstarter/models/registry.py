@@ -7,6 +7,9 @@ The backbone contract, the one seam that fine-tuning, freezing and export rely o
 * ``backbone(x)`` maps a normalised float batch ``(B, C, H, W)`` to pooled features ``(B, num_features)``;
 * ``backbone.num_features`` (an int) is their width, so a head is sized without a dry run.
 
+A family of many models behind one factory is registered under a prefix: ``backbone: timm/<name>`` is any of
+timm's models (``models/timm_backbones.py``).
+
 Your own ``nn.Module`` meeting it, in a module Python can import, is named by its class path in the config; the
 checkpoint records that string and rebuilds it in a fresh process. Importing a module runs its code, so a loader of
 files takes a class from outside this package only with ``--trust_model``.
@@ -27,6 +30,8 @@ BackboneFactory = Callable[..., nn.Module]
 
 _REGISTRY: dict[str, BackboneFactory] = {}
 _WEIGHT_NAMES: dict[str, Callable[[], list[str]]] = {}
+#: ``prefix`` -> (the factory of ``prefix/<name>`` given ``<name>``, its weights names).
+_PREFIXES: dict[str, tuple[Callable[[str], BackboneFactory], list[str]]] = {}
 
 
 class BackboneError(UsageError):
@@ -52,6 +57,27 @@ def register_backbone(name: str, weight_names: Callable[[], list[str]] | None = 
     return decorator
 
 
+def register_backbone_prefix(prefix: str, factory_of: Callable[[str], BackboneFactory], weight_names: list[str]):
+    """Register a family whose members are named ``<prefix>/<name>`` (``timm/resnet18``).
+
+    Args:
+        prefix: The part before the ``/``.
+        factory_of: Returns the backbone factory for ``<name>``.
+        weight_names: The names its factories' ``weights`` argument accepts besides a file.
+    """
+    if prefix in _PREFIXES:
+        raise ValueError(f"backbone prefix {prefix!r} is already registered")
+    _PREFIXES[prefix] = (factory_of, list(weight_names))
+
+
+def _prefixed(name: str) -> tuple[Callable[[str], BackboneFactory], list[str], str] | None:
+    """``(factory_of, weight_names, <name>)`` when ``name`` is ``<registered prefix>/<name>``, else ``None``."""
+    prefix, sep, rest = name.partition("/")
+    if not sep or prefix not in _PREFIXES:
+        return None
+    return (*_PREFIXES[prefix], rest)
+
+
 def list_backbones() -> list[str]:
     """The registered backbone names, sorted."""
     return sorted(_REGISTRY)
@@ -59,11 +85,14 @@ def list_backbones() -> list[str]:
 
 def is_class_path(name: str) -> bool:
     """Whether ``name`` is a class path (``package.module.Class``) rather than a registered name."""
-    return name not in _REGISTRY and "." in name.strip(".")
+    return name not in _REGISTRY and _prefixed(name) is None and "." in name.strip(".")
 
 
 def _factory(name: str, trust_model: bool = True) -> BackboneFactory:
-    """The registered factory, or the class a class path names."""
+    """The registered factory, a prefixed family's factory, or the class a class path names."""
+    prefixed = _prefixed(name)
+    if prefixed is not None:
+        return prefixed[0](prefixed[2])
     if is_class_path(name):
         try:
             return import_class(name, nn.Module, trust_model, "model.backbone", kind="nn.Module")
@@ -71,14 +100,18 @@ def _factory(name: str, trust_model: bool = True) -> BackboneFactory:
             raise BackboneError(f"{err}. Registered names: {list_backbones()}") from None
     if name not in _REGISTRY:
         raise BackboneError(
-            f"model.backbone: unknown backbone {name!r}; expected one of {list_backbones()} or the class path of "
-            "your own nn.Module (package.module.Class)"
+            f"model.backbone: unknown backbone {name!r}; expected one of {list_backbones()},"
+            f" {''.join(p + '/<name>, ' for p in sorted(_PREFIXES))}or the class path of your own nn.Module"
+            " (package.module.Class)"
         )
     return _REGISTRY[name]
 
 
 def list_weights(name: str) -> list[str]:
     """The pretrained weights names backbone ``name`` accepts (``[]`` if none)."""
+    prefixed = _prefixed(name)
+    if prefixed is not None:
+        return list(prefixed[1])
     _factory(name)
     return list(_WEIGHT_NAMES[name]()) if name in _WEIGHT_NAMES else []
 
