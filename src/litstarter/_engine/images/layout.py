@@ -22,11 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+
 from ..errors import BadInputError, UsageError
-from .labels_csv import LabelRow, read_labels, same_file_error
+from .label_sets import FORM_NAMES, carve_sets, multi_hot
+from .labels_csv import LabelRow, read_labels_file, same_file_error
 from .listing import Found, Walker, shown
 from .preprocess import IMAGE_EXTENSIONS, is_image_file
 from .splits import (
+    BY_LABEL_SETS,
     SPLIT_NAMES,
     Listing,
     SourceFile,
@@ -61,6 +65,8 @@ class Layout:
         split_dirs: ``{split: folder name as found}`` for the ``splits`` kind.
         labels: The labels CSV for the ``labels`` kind.
         rows: The labels CSV's rows for the ``labels`` kind.
+        form: The labels CSV's form: ``label`` (one class per image), or multi-label ``labels`` / ``columns``
+            (:mod:`litstarter._engine.images.label_sets`); ``class_names`` is then the label vocabulary.
     """
 
     kind: Literal["classes", "splits", "labels"]
@@ -68,6 +74,18 @@ class Layout:
     split_dirs: dict[str, str] = field(default_factory=dict)
     labels: Path | None = None
     rows: tuple[LabelRow, ...] = ()
+    form: str = "label"
+
+    @property
+    def multilabel(self) -> bool:
+        """Whether each image has a set of labels (a multi-label labels file)."""
+        return self.form != "label"
+
+    def targets(self, paths: list[str], vocabulary: list[str] | None = None) -> np.ndarray:
+        """``(N, K)`` float32 multi-hot targets of a multi-label file's ``paths`` (as listed), over ``vocabulary``
+        (default ``class_names``)."""
+        by_path = {row.path: row.labels for row in self.rows}
+        return multi_hot([by_path[p] for p in paths], vocabulary or self.class_names)
 
     def describe(self, root: Path) -> str:
         """E.g. ``root/{train,test}/<class>/<image>``."""
@@ -79,6 +97,11 @@ class Layout:
         has_split = any(row.split for row in self.rows)
         absolute = sum(os.path.isabs(row.path) for row in self.rows)
         where = f"paths under {root}" + (f", {absolute} absolute" if absolute else "")
+        if self.multilabel:
+            empty = sum(not row.labels for row in self.rows)
+            form = f"multi-label, {FORM_NAMES[self.form]}{', split' if has_split else ''}"
+            counts = f"{len(self.class_names)} labels, {empty} image(s) with none"
+            return f"labels file {self.labels} ({form}; {counts}; {where})"
         return f"labels file {self.labels} (path,label{',split' if has_split else ''}; {where})"
 
 
@@ -116,9 +139,10 @@ def detect_layout(
         raise UsageError(f"data.root '{root}' {what}; {expected_layout(root)}")
     if labels is not None:
         csv_path = root / labels
-        rows = read_labels(csv_path, root, allow_absolute=labels_absolute_paths)
-        train_labels = {row.label for row in rows if row.split in (None, "train")}
-        return Layout("labels", sorted(train_labels), labels=csv_path, rows=tuple(rows))
+        rows, form = read_labels_file(csv_path, root, allow_absolute=labels_absolute_paths)
+        train = [row for row in rows if row.split in (None, "train")]
+        names = {n for row in train for n in row.labels} if form != "label" else {row.label for row in train}
+        return Layout("labels", sorted(names), labels=csv_path, rows=tuple(rows), form=form)
     dirs = _visible_dirs(root)
     if not dirs:
         raise BadInputError(f"data.root '{root}' has no class folders; {expected_layout(root)}")
@@ -255,6 +279,52 @@ def _labels_listing(root: Path, layout: Layout, val_fraction: float, test_fracti
     return Listing(layout.describe(root), _in_order(sources), origins, walker.report())
 
 
+def _label_sets_listing(root: Path, layout: Layout, val_fraction: float, test_fraction: float, seed: int) -> Listing:
+    """A multi-label file's splits: from its ``split`` column, else carved by iterative stratification. Every file's
+    ``label`` is 0: the targets are the rows' label sets (:meth:`Layout.targets`)."""
+    walker = Walker(root)
+    by_split: dict[str, list[Found]] = defaultdict(list)
+    sets: dict[Path, tuple[str, ...]] = {}
+    first_row: dict[Path, LabelRow] = {}
+    twice: list[tuple[LabelRow, LabelRow]] = []
+    for row in layout.rows:
+        found = walker.named(root / row.path)
+        if found:
+            first_row.setdefault(found[0].path, row)
+            sets[found[0].path] = row.labels
+        else:  # the file another row named, under another path: which label set is it?
+            twice.append((first_row[walker.duplicates[-1][1]], row))
+        by_split[row.split or "train"].extend(found)
+    if twice:
+        raise same_file_error(layout.labels, twice)
+
+    def carved(files: list[Found], test: float) -> dict[str, list[SourceFile]]:
+        targets = multi_hot([sets[f.path] for f in files], layout.class_names)
+        parts = carve_sets(files, targets, val_fraction, test, seed, layout.labels.name)
+        return {split: sorted((source_file(root, f, 0) for f in part), key=_by_path) for split, part in parts.items()}
+
+    name, how = layout.labels.name, BY_LABEL_SETS
+    if not any(row.split for row in layout.rows):
+        sources = carved(by_split["train"], test_fraction)
+        origins = {split: carved_origin(name, f"{split}_fraction", val_fraction if split == "val" else test_fraction,
+                                        seed, how) for split in sources}  # fmt: skip
+        origins["train"] = f"{name}, the rest"
+        return Listing(layout.describe(root), _in_order(sources), origins, walker.report())
+    sources = {
+        split: sorted((source_file(root, f, 0) for f in files), key=_by_path) for split, files in by_split.items()
+    }
+    origins = {split: f"{name} split={split}" for split in sources}
+    if "val" not in sources:
+        sources |= carved(by_split["train"], 0.0)
+        origins["train"] = f"{name} split=train less val"
+        origins["val"] = carved_origin(f"{name} split=train", "val_fraction", val_fraction, seed, how)
+    return Listing(layout.describe(root), _in_order(sources), origins, walker.report())
+
+
+def _by_path(source: SourceFile) -> bytes:
+    return os.fsencode(source.path)
+
+
 def list_sources(
     root: str | os.PathLike, layout: Layout, val_fraction: float, test_fraction: float, seed: int
 ) -> Listing:
@@ -268,6 +338,8 @@ def list_sources(
             or a class has too few images to give every split at least one (the class is named).
     """
     root = Path(root)
+    if layout.kind == "labels" and layout.multilabel:
+        return _label_sets_listing(root, layout, val_fraction, test_fraction, seed)
     if layout.kind == "labels":
         return _labels_listing(root, layout, val_fraction, test_fraction, seed)
     return _folder_listing(root, layout, val_fraction, test_fraction, seed)
