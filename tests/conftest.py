@@ -36,7 +36,7 @@ def multilabel_runs(tmp_path_factory) -> dict[str, Path]:
     from tests.helpers import multilabel_fit_args, run_cases, write_digit_composites
 
     work = tmp_path_factory.mktemp("multilabel")
-    root = write_digit_composites(work / "composites", images=360, seed=1)
+    root = write_digit_composites(work / "composites", images=240, seed=1)
     cases = [
         {"argv": multilabel_fit_args(work / "runs", root, "labels.csv", "labels"), "env": {}},
         {"argv": multilabel_fit_args(work / "runs", root, "labels_columns.csv", "columns"), "env": {}},

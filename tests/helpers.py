@@ -377,11 +377,13 @@ def write_digit_composites(root: Path, images: int, seed: int = 0) -> Path:
     return module.write_composites(root, images, seed)
 
 
-def multilabel_fit_args(save_dir: Path, root: Path, labels: str, name: str, epochs: int = 3) -> list[str]:
-    """A quick fit of ``configs/experiment/multilabel.yaml`` on a composite folder from ``labels``."""
+def multilabel_fit_args(save_dir: Path, root: Path, labels: str, name: str, epochs: int = 2) -> list[str]:
+    """A quick fit of ``configs/experiment/multilabel.yaml`` on a composite folder from ``labels`` (at 32 px)."""
     return [
         *fast_fit_args(save_dir, epochs, name, configs=[FOLDER_CONFIG, CONFIGS / "experiment" / "multilabel.yaml"]),
         f"--data.init_args.root={root}",
         f"--data.init_args.labels={labels}",
         f"--data.init_args.cache_dir={save_dir / 'cache'}",
+        "--data.init_args.image_size=32",
+        "--data.init_args.batch_size=32",
     ]

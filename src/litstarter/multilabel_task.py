@@ -51,14 +51,15 @@ class MultilabelClassifier(ImageClassifier):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         h, k = self.hparams, self.hparams.num_classes
-        _check_arguments(h, k)
+        self.given_thresholds = kwargs.get("thresholds")  # not a saved hyper-parameter: see ImageClassifier
+        _check_arguments(h, k, self.given_thresholds)
         if self.tta:
             raise UsageError("model.tta is not for multi-label data (its views average softmax probabilities)")
         weight = None if h.get("pos_weight") is None else torch.ones(k)
         if isinstance(h.get("pos_weight"), (list, tuple)):
             weight = torch.tensor(h.pos_weight, dtype=torch.float32)
         self.criterion = nn.BCEWithLogitsLoss(pos_weight=weight)  # its pos_weight is a buffer: checkpoints carry it
-        given = h.get("thresholds")
+        given = self.given_thresholds
         start = _as_thresholds(given, k) if given is not None else torch.full((k,), 0.5)
         self.register_buffer("label_thresholds", start)  # tuned at each validation, saved in checkpoints
         self.train_metrics = MetricCollection({"f1_macro": MultilabelF1Score(k, average="macro")}, prefix="train/")
@@ -77,7 +78,7 @@ class MultilabelClassifier(ImageClassifier):
 
     def thresholds(self) -> torch.Tensor:
         """The thresholds in use: ``model.thresholds`` if given, else the tuned ones (the checkpoint's)."""
-        given = self.hparams.get("thresholds")
+        given = self.given_thresholds
         tuned = self.label_thresholds
         return tuned if given is None else _as_thresholds(given, len(tuned)).to(tuned.device)
 
@@ -105,7 +106,7 @@ class MultilabelClassifier(ImageClassifier):
         loss = self.val_loss.compute()
         self.val_loss.reset()
         probs, targets = _take(self.val_probs), _take(self.val_targets)
-        if self.hparams.get("thresholds") is None and not self.trainer.sanity_checking:
+        if self.given_thresholds is None and not self.trainer.sanity_checking:
             self.label_thresholds.copy_(tune_thresholds(probs, targets).to(self.label_thresholds.device))
         scalars = multilabel_scores(probs, targets, self.thresholds(), self.class_names, "val")
         self.log("val/loss", loss, prog_bar=True)
@@ -197,15 +198,15 @@ def _as_thresholds(given: float | list[float], k: int) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float32)
 
 
-def _check_arguments(h, k: int) -> None:
+def _check_arguments(h, k: int, thresholds) -> None:
     """One ``model.<key>`` line for what multi-label data cannot take."""
     pos_weight = h.get("pos_weight")
     if isinstance(pos_weight, str) and pos_weight != "auto":
         raise UsageError(f"model.pos_weight must be 'auto', {k} positive numbers or null, got {pos_weight!r}")
     if isinstance(pos_weight, (list, tuple)) and (len(pos_weight) != k or min(pos_weight) <= 0):
         raise UsageError(f"model.pos_weight must be {k} positive numbers (one per label), got {pos_weight}")
-    if h.get("thresholds") is not None:
-        _as_thresholds(h.thresholds, k)
+    if thresholds is not None:
+        _as_thresholds(thresholds, k)
     refused = {"class_weights": "use model.pos_weight", "mixup_alpha": "mixing is single-label",
                "cutmix_alpha": "mixing is single-label"}  # fmt: skip
     for key, why in refused.items():

@@ -99,7 +99,6 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
     # Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).
     flops_per_batch: int | None = None
 
-
     def __init__(
         self,
         backbone: BackboneName | str = "small_cnn",
@@ -136,7 +135,9 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         _check_arguments(num_classes, class_names, freeze_backbone_epochs, backbone_lr_scale, reference_batch_size)
         if type(self) is ImageClassifier and (pos_weight is not None or thresholds is not None):
             raise UsageError("model.pos_weight and model.thresholds are for multi-label data (data.task: multilabel)")
-        self.save_hyperparameters(ignore=["tta"])  # an evaluation choice: `test --ckpt_path` takes it from the config
+        # Evaluation choices, not saved: `test --ckpt_path` takes them from the config (multi-label thresholds: the
+        # checkpoint keeps the ones in use as a buffer).
+        self.save_hyperparameters(ignore=["tta", "thresholds"])
         self.class_names = list(class_names) if class_names else [str(i) for i in range(num_classes)]
         # Defaults as None, not as functions: hparams then hold no pickled function, so a checkpoint made
         # from plain Python still loads with weights_only=True.

@@ -294,11 +294,8 @@ def read_sidecar(model_path: str | os.PathLike) -> ModelContract | None:
 
 
 def thresholds_of(hparams: Mapping, num_classes: int) -> list[float] | None:
-    """A multi-label checkpoint's thresholds: ``model.thresholds`` if given (one number or one per label), else the
-    tuned ones the checkpoint stores (``label_thresholds``, put in ``hparams`` by the checkpoint reader)."""
+    """A multi-label checkpoint's thresholds: those it stores (``label_thresholds``: tuned on validation, or the
+    ``model.thresholds`` its fit was given), put in ``hparams`` by the checkpoint reader."""
     if hparams.get("task") != "multilabel":
         return None
-    given = hparams.get("thresholds")
-    if given is None:
-        return [float(t) for t in hparams.get("label_thresholds") or [0.5] * num_classes]
-    return [float(given)] * num_classes if isinstance(given, (int, float)) else [float(t) for t in given]
+    return [float(t) for t in hparams.get("label_thresholds") or [0.5] * num_classes]
