@@ -42,8 +42,8 @@ def test_the_task_learns_and_reports_every_metric_at_the_tuned_thresholds_and_at
     checkpoint = torch.load(multilabel_runs["labels"] / "checkpoints" / "last.ckpt", weights_only=True)
     assert checkpoint["hyper_parameters"]["task"] == "multilabel"
     assert "model.pos_weight: auto -> {" in multilabel_runs["output"]
-    weights = checkpoint["state_dict"]["criterion.pos_weight"]  # negatives / positives of train: 9 is the rarest
-    assert weights.shape == (10,) and weights[9] == weights.max() > 1 > weights[0]
+    weights = checkpoint["state_dict"]["criterion.pos_weight"]  # negatives / positives of train
+    assert weights.shape == (10,) and weights[5:].mean() > weights[:5].mean() > 1  # the composites favour low digits
     tuned = checkpoint["state_dict"]["label_thresholds"]
     assert tuned.shape == (10,) and not torch.all(tuned == 0.5)
     assert not (multilabel_runs["labels"] / "confusion_matrix.png").exists()

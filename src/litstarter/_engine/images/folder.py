@@ -116,7 +116,7 @@ class CachedImageFolder:
 
     def targets(self, cache: ImageCache, split: str) -> np.ndarray:
         """A multi-label split's ``(N, K)`` targets, in the cache's order (bad files skipped are not in it)."""
-        return self.layout.targets(cache.column(split, "path"), self.class_names)
+        return self.layout.targets(cache.column(split, "path"), self.class_names, self.root)
 
     def cache_params(self) -> dict:
         """Everything that decides the cache's contents besides the files themselves."""

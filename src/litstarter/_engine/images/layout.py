@@ -81,10 +81,12 @@ class Layout:
         """Whether each image has a set of labels (a multi-label labels file)."""
         return self.form != "label"
 
-    def targets(self, paths: list[str], vocabulary: list[str] | None = None) -> np.ndarray:
-        """``(N, K)`` float32 multi-hot targets of a multi-label file's ``paths`` (as listed), over ``vocabulary``
-        (default ``class_names``)."""
+    def targets(self, paths: list[str], vocabulary: list[str] | None = None, root: Path | None = None) -> np.ndarray:
+        """``(N, K)`` float32 multi-hot targets of a multi-label file's ``paths`` (as listed, relative to ``root``
+        where they lie under it), over ``vocabulary`` (default ``class_names``)."""
         by_path = {row.path: row.labels for row in self.rows}
+        top = os.fspath(root).rstrip(os.sep) + os.sep if root is not None else None
+        by_path |= {r.path[len(top) :]: r.labels for r in self.rows if top and r.path.startswith(top)}  # absolute
         return multi_hot([by_path[p] for p in paths], vocabulary or self.class_names)
 
     def describe(self, root: Path) -> str:
