@@ -93,7 +93,8 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         pos_weight: Multi-label only: the positive weight per label of the binary cross-entropy: ``auto``
             (negatives / positives of the train split, saved in checkpoints), one number per label, or ``null``.
         thresholds: Multi-label only: the probability at or above which a label is predicted, one number for
-            every label or one per label; ``null``: tuned on the validation split after fit (stored in checkpoints).
+            every label or one per label; ``null``: tuned on the validation split at each validation (the checkpoints
+            keep them).
     """
 
     # Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).

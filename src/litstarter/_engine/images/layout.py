@@ -25,12 +25,12 @@ from typing import Literal
 import numpy as np
 
 from ..errors import BadInputError, UsageError
-from .label_sets import FORM_NAMES, carve_sets, multi_hot
+from .label_set_listing import label_sets_listing
+from .label_sets import FORM_NAMES, multi_hot
 from .labels_csv import LabelRow, read_labels_file, same_file_error
 from .listing import Found, Walker, shown
 from .preprocess import IMAGE_EXTENSIONS, is_image_file
 from .splits import (
-    BY_LABEL_SETS,
     SPLIT_NAMES,
     Listing,
     SourceFile,
@@ -281,52 +281,6 @@ def _labels_listing(root: Path, layout: Layout, val_fraction: float, test_fracti
     return Listing(layout.describe(root), _in_order(sources), origins, walker.report())
 
 
-def _label_sets_listing(root: Path, layout: Layout, val_fraction: float, test_fraction: float, seed: int) -> Listing:
-    """A multi-label file's splits: from its ``split`` column, else carved by iterative stratification. Every file's
-    ``label`` is 0: the targets are the rows' label sets (:meth:`Layout.targets`)."""
-    walker = Walker(root)
-    by_split: dict[str, list[Found]] = defaultdict(list)
-    sets: dict[Path, tuple[str, ...]] = {}
-    first_row: dict[Path, LabelRow] = {}
-    twice: list[tuple[LabelRow, LabelRow]] = []
-    for row in layout.rows:
-        found = walker.named(root / row.path)
-        if found:
-            first_row.setdefault(found[0].path, row)
-            sets[found[0].path] = row.labels
-        else:  # the file another row named, under another path: which label set is it?
-            twice.append((first_row[walker.duplicates[-1][1]], row))
-        by_split[row.split or "train"].extend(found)
-    if twice:
-        raise same_file_error(layout.labels, twice)
-
-    def carved(files: list[Found], test: float) -> dict[str, list[SourceFile]]:
-        targets = multi_hot([sets[f.path] for f in files], layout.class_names)
-        parts = carve_sets(files, targets, val_fraction, test, seed, layout.labels.name)
-        return {split: sorted((source_file(root, f, 0) for f in part), key=_by_path) for split, part in parts.items()}
-
-    name, how = layout.labels.name, BY_LABEL_SETS
-    if not any(row.split for row in layout.rows):
-        sources = carved(by_split["train"], test_fraction)
-        origins = {split: carved_origin(name, f"{split}_fraction", val_fraction if split == "val" else test_fraction,
-                                        seed, how) for split in sources}  # fmt: skip
-        origins["train"] = f"{name}, the rest"
-        return Listing(layout.describe(root), _in_order(sources), origins, walker.report())
-    sources = {
-        split: sorted((source_file(root, f, 0) for f in files), key=_by_path) for split, files in by_split.items()
-    }
-    origins = {split: f"{name} split={split}" for split in sources}
-    if "val" not in sources:
-        sources |= carved(by_split["train"], 0.0)
-        origins["train"] = f"{name} split=train less val"
-        origins["val"] = carved_origin(f"{name} split=train", "val_fraction", val_fraction, seed, how)
-    return Listing(layout.describe(root), _in_order(sources), origins, walker.report())
-
-
-def _by_path(source: SourceFile) -> bytes:
-    return os.fsencode(source.path)
-
-
 def list_sources(
     root: str | os.PathLike, layout: Layout, val_fraction: float, test_fraction: float, seed: int
 ) -> Listing:
@@ -341,7 +295,7 @@ def list_sources(
     """
     root = Path(root)
     if layout.kind == "labels" and layout.multilabel:
-        return _label_sets_listing(root, layout, val_fraction, test_fraction, seed)
+        return label_sets_listing(root, layout, val_fraction, test_fraction, seed)
     if layout.kind == "labels":
         return _labels_listing(root, layout, val_fraction, test_fraction, seed)
     return _folder_listing(root, layout, val_fraction, test_fraction, seed)
