@@ -121,3 +121,23 @@ def timm_exports(timm_runs, tmp_path_factory) -> dict[str, dict]:
 
 
 # <<< extra: deploy
+
+
+@pytest.fixture(scope="session")
+def multilabel_runs(tmp_path_factory) -> dict[str, Path]:
+    """Two short multi-label fits on one folder of digit composites, in one subprocess: from the ``;``-separated
+    labels file (``labels``) and from the one-column-per-label file (``columns``). Returns their run folders and
+    ``root``, the image folder. Read-only."""
+    from tests.helpers import multilabel_fit_args, run_cases, write_digit_composites
+
+    work = tmp_path_factory.mktemp("multilabel")
+    root = write_digit_composites(work / "composites", images=240, seed=1)
+    cases = [
+        {"argv": multilabel_fit_args(work / "runs", root, "labels.csv", "labels"), "env": {}},
+        {"argv": multilabel_fit_args(work / "runs", root, "labels_columns.csv", "columns"), "env": {}},
+    ]
+    results = run_cases(work, cases)
+    for result in results:
+        assert result["code"] == 0, result["stderr"][-3000:]
+    runs = {name: work / "runs" / name / "version_0" for name in ("labels", "columns")}
+    return {**runs, "root": root, "output": "\n".join(r["stderr"] + r["stdout"] for r in results)}

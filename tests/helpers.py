@@ -364,3 +364,27 @@ def write_tampered_checkpoint(source: Path, path: Path, **changes) -> Path:
     checkpoint["hyper_parameters"].update(changes)
     torch.save(checkpoint, path)
     return path
+
+
+def write_digit_composites(root: Path, images: int, seed: int = 0) -> Path:
+    """``examples/multilabel_digits.py``'s folder: composites of 1-3 digits, ``labels.csv`` (``;``-separated) and
+    ``labels_columns.csv`` (one 0/1 column per digit)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("multilabel_digits", REPO / "examples" / "multilabel_digits.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_composites(root, images, seed)
+
+
+def multilabel_fit_args(save_dir: Path, root: Path, labels: str, name: str, epochs: int = 2) -> list[str]:
+    """A quick fit of ``configs/experiment/multilabel.yaml`` on a composite folder from ``labels`` (at 32 px)."""
+    return [
+        *fast_fit_args(save_dir, epochs, name, configs=[FOLDER_CONFIG, CONFIGS / "experiment" / "multilabel.yaml"]),
+        f"--data.init_args.root={root}",
+        f"--data.init_args.labels={labels}",
+        f"--data.init_args.cache_dir={save_dir / 'cache'}",
+        "--data.init_args.image_size=32",
+        "--data.init_args.batch_size=32",
+        "--model.pos_weight=auto",
+    ]

@@ -22,6 +22,7 @@ PLACEHOLDERS = {"<folder>": "{tmp}", "<new folder>": "{tmp}", "$NNODES": "2", "$
 RESTATES_ON_PURPOSE = {
     "optim/adamw.yaml": "the default optimiser as a file, a choice between whole optimiser configs in a search",
     "logger/tensorboard.yaml": "the default logger as a file, beside the other logger choices it can be swapped for",
+    "experiment/multilabel.yaml": "label_smoothing 0 undoes data/image_folder.yaml's 0.1, which it composes on",
 }
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.cli import LightningArgumentParser
 
+from litstarter import multilabel_task  # noqa: F401  (adds task: multilabel to litstarter.task.TASKS)
 from litstarter._engine.baseline import add_baseline_to_metrics
 from litstarter._engine.run.checks import data_fact, num_classes_of
 from litstarter._engine.run.cli import RunCLI
@@ -30,6 +31,12 @@ def resize_size_of(datamodule) -> tuple[int, int] | None:
     return getattr(datamodule, "resize_size", None)
 
 
+def task_of(datamodule) -> str:
+    """The task the data's targets are for (``data.task``, linked into ``model.task``): ``single_label`` unless the
+    data module says otherwise (a multi-label labels file says ``multilabel``)."""
+    return getattr(datamodule, "task", "single_label")
+
+
 class LitStarterCLI(RunCLI):
     """The CLI: links ``data`` -> ``model`` and adds ``--test_after_fit``."""
 
@@ -43,6 +50,7 @@ class LitStarterCLI(RunCLI):
             "image_size": functools.partial(data_fact, name="image_size"),
             "class_names": functools.partial(data_fact, name="class_names"),
             "resize_size": resize_size_of,  # inference on files resizes to it
+            "task": task_of,  # the data decides the task: multi-hot targets need the multi-label one
         }
         for target, compute in links.items():
             parser.link_arguments("data", f"model.{target}", compute_fn=compute, apply_on="instantiate")
@@ -65,7 +73,7 @@ class LitStarterCLI(RunCLI):
         (MLflow gets the run's files)."""
         if self.active_config().get("test_after_fit") and not self.trainer.interrupted:
             self.test_best_checkpoint()
-            if self.active_config().get("baseline"):
+            if self.active_config().get("baseline") and task_of(self.datamodule) == "single_label":
                 self.compare_with_baseline()
         super().after_fit()
 

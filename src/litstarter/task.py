@@ -28,9 +28,25 @@ from litstarter.models.classifier import architecture_of, build_classifier
 PLATEAU_MONITOR = "val/loss"
 # The registry is the one list of named backbones: --help shows it. Any other string is a class path of your own.
 BackboneName = Literal[tuple(list_backbones())]
+#: The tasks, named by the data (``data.task``, linked into ``model.task``): ``single_label`` is this module's class;
+#: each other task module adds its class here (``multilabel_task.py``; docs/make_it_yours.md, "Adding your own task").
+TASKS: dict[str, type] = {}
+Task = Literal["single_label", "multilabel"]
 
 
-class ImageClassifier(L.LightningModule):
+class ChosenByTask:
+    """``ImageClassifier(task=...)`` builds the class its task module put in :data:`TASKS` (a base class of its own:
+    the config parser then reads ``ImageClassifier.__init__``'s arguments, not these)."""
+
+    def __new__(cls, *args, task: str = "single_label", **kwargs):
+        if cls is ImageClassifier and task != "single_label":
+            if task not in TASKS:
+                raise UsageError(f"model.task {task!r} has no task module imported; known: {sorted(TASKS)}")
+            cls = TASKS[task]
+        return super().__new__(cls)
+
+
+class ImageClassifier(ChosenByTask, L.LightningModule):
     """Image classification with cross-entropy on logits.
 
     Args:
@@ -76,6 +92,13 @@ class ImageClassifier(L.LightningModule):
         mix_off_after_epoch: Train on unmixed batches from this epoch on; ``null``: mix to the end.
         tta: Test-time views whose probabilities ``test`` and ``predict`` average: ``hflip``, ``crops`` (five shifted
             crops). Off by default: a flip changes the class of text, digits, arrows.
+        task: Linked from ``data.task`` (the data decides): ``single_label`` builds this class, ``multilabel`` the
+            multi-label task of ``litstarter.multilabel_task`` (sigmoid, binary cross-entropy, tuned thresholds).
+        pos_weight: Multi-label only: the positive weight per label of the binary cross-entropy: ``auto``
+            (negatives / positives of the train split, saved in checkpoints), one number per label, or ``null``.
+        thresholds: Multi-label only: the probability at or above which a label is predicted, one number for
+            every label or one per label; ``null``: tuned on the validation split at each validation (the checkpoints
+            keep them).
     """
 
     # Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).
@@ -110,10 +133,17 @@ class ImageClassifier(L.LightningModule):
         cutmix_alpha: float = 0.0,
         mix_off_after_epoch: int | None = None,
         tta: list[TTAView] | None = None,
+        task: Task = "single_label",
+        pos_weight: Literal["auto"] | list[float] | None = None,
+        thresholds: float | list[float] | None = None,
     ) -> None:
         super().__init__()
         _check_arguments(num_classes, class_names, freeze_backbone_epochs, backbone_lr_scale, reference_batch_size)
-        self.save_hyperparameters(ignore=["tta"])  # an evaluation choice: `test --ckpt_path` takes it from the config
+        if type(self) is ImageClassifier and (pos_weight is not None or thresholds is not None):
+            raise UsageError("model.pos_weight and model.thresholds are for multi-label data (data.task: multilabel)")
+        # Evaluation choices, not saved: `test --ckpt_path` takes them from the config (multi-label thresholds: the
+        # checkpoint keeps the ones in use as a buffer).
+        self.save_hyperparameters(ignore=["tta", "thresholds"])
         self.class_names = list(class_names) if class_names else [str(i) for i in range(num_classes)]
         # Defaults as None, not as functions: hparams then hold no pickled function, so a checkpoint made
         # from plain Python still loads with weights_only=True.

@@ -23,7 +23,7 @@ class ArrayImageDataset(Dataset):
 
     Args:
         images: ``(N, C, H, W)`` uint8 array, possibly a ``np.memmap``; read lazily per item.
-        labels: ``(N,)`` integer class indices.
+        labels: ``(N,)`` integer class indices, or ``(N, K)`` multi-hot targets (multi-label; served as float tensors).
         size: Output ``(h, w)``; images larger than this are cropped, smaller ones resized.
         augmentation: Random augmentation (any v2 transform); ``None`` for the eval view.
     """
@@ -36,7 +36,7 @@ class ArrayImageDataset(Dataset):
         if len(images) != len(labels):
             raise ValueError(f"{len(images)} images but {len(labels)} labels")
         self.images = images
-        self.labels = np.asarray(labels, dtype=np.int64)
+        self.labels = np.asarray(labels, dtype=np.int64 if np.ndim(labels) == 1 else np.float32)
         self.size = tuple(size)
         self.augmentation = augmentation
 
@@ -57,7 +57,9 @@ class ArrayImageDataset(Dataset):
         else:
             seeds = [int(torch.randint(0, 2**62, ())) if seed is None else seed for _, seed in pairs]
             images = augment(images, self.size, self.augmentation, seeds)
-        return list(zip(images.unbind(0), self.labels[indices].tolist(), strict=True))
+        labels = self.labels[indices]
+        labels = labels.tolist() if labels.ndim == 1 else torch.from_numpy(labels).unbind(0)
+        return list(zip(images.unbind(0), labels, strict=True))
 
     def eval_view(self, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """``(images (N, C, h, w) uint8, labels (N,))`` of ``indices``, un-augmented whatever the split."""
@@ -66,5 +68,7 @@ class ArrayImageDataset(Dataset):
         return images.numpy(), self.labels[indices]
 
     def class_counts(self, num_classes: int) -> np.ndarray:
-        """Number of samples per class, ``(num_classes,)``."""
+        """Number of samples per class, ``(num_classes,)`` (multi-label: images with each label)."""
+        if self.labels.ndim == 2:
+            return self.labels.sum(axis=0).astype(np.int64)
         return np.bincount(self.labels, minlength=num_classes)

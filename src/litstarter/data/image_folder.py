@@ -32,7 +32,8 @@ class ImageFolderDataModule(ArrayDataModule):
             test, ``test`` evaluates val). Split folders may also be ``training``, ``valid``, ``validation``,
             ``dev`` or ``testing``, in any case.
         labels: A CSV of ``path,label[,split]`` rows, relative to ``root`` (as are its paths), instead of class
-            folders; without a ``split`` column the splits come from the fractions.
+            folders; without a ``split`` column the splits come from the fractions. A ``labels`` column (``;``-separated
+            names) or one 0/1 column per label makes the data multi-label (``task``: ``multilabel``; docs/data.md).
         image_size: Training and evaluation size: an int, ``[height, width]`` or ``auto``: the median short side
             of the images (from their headers), a multiple of 8 within 32-224 px (logged).
         channels: 3 (RGB), 1 (grayscale) or ``auto``: 1 when every file header says grey, else 3 (logged).
@@ -96,6 +97,10 @@ class ImageFolderDataModule(ArrayDataModule):
         # The facts the model is built from (see litstarter.data.base), and the size the cache stores images at.
         self.root, self.channels, self.class_names = self.folder.root, self.folder.channels, self.folder.class_names
         self.image_size, self.resize_size = self.folder.image_size, self.folder.resize_size
+        # A multi-label labels file (a `labels` column, or one 0/1 column per label) makes the task multi-label.
+        self.task = "multilabel" if self.folder.multilabel else "single_label"
+        if self.folder.multilabel and sampler != "none":
+            raise UsageError(f"data.sampler {sampler!r} balances single classes; multi-label data takes 'none'")
         self.sampler = sampler
         self.augmentation = augmentation
         self._mean, self._std = mean, std
@@ -118,12 +123,16 @@ class ImageFolderDataModule(ArrayDataModule):
         cache = self.load_cache()
         if self.train_set is not None:
             return
-        self.train_set = ArrayImageDataset(
-            cache.images("train"), cache.labels("train"), self.image_size, self.augmentation
-        )
-        self.val_set = ArrayImageDataset(cache.images("val"), cache.labels("val"), self.image_size)
+        train = cache.images("train")
+        self.train_set = ArrayImageDataset(train, self.labels_of("train"), self.image_size, self.augmentation)
+        self.val_set = ArrayImageDataset(cache.images("val"), self.labels_of("val"), self.image_size)
         if "test" in cache.splits:
-            self.test_set = ArrayImageDataset(cache.images("test"), cache.labels("test"), self.image_size)
+            self.test_set = ArrayImageDataset(cache.images("test"), self.labels_of("test"), self.image_size)
+
+    def labels_of(self, split: str):
+        """A cached split's labels: ``(N,)`` class indices, or ``(N, K)`` multi-hot targets for multi-label data."""
+        cache = self.load_cache()
+        return self.folder.targets(cache, split) if self.folder.multilabel else cache.labels(split)
 
     def train_sampler(self) -> Sampler | BatchSampler:
         """``none``: a seeded shuffle; ``weighted``: 1/class-count draws; ``balanced``: class-balanced batches."""

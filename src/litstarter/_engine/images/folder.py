@@ -13,6 +13,8 @@ import warnings
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+
 from ..cores import available_cores
 from ..errors import UsageError
 from .cache import ImageCache, cache_key, load_cache
@@ -31,6 +33,8 @@ log = logging.getLogger(__name__)
 DEFAULT_CACHE_DIR = Path("runs") / "cache"
 #: Below this many files the cache is built in this process: starting decoder processes would cost more.
 MIN_FILES_FOR_WORKERS = 500
+#: The one class a multi-label cache records (its labels are all 0; the targets come from the labels file).
+LABEL_SETS = "(label sets: data.labels)"
 
 
 class CachedImageFolder:
@@ -92,6 +96,9 @@ class CachedImageFolder:
         self.layout = detect_layout(self.root, labels, labels_absolute_paths)
         self.all_class_names = self.layout.class_names
         self.class_names = select_classes(self.all_class_names, classes, source=f"data.root '{self.root}'")
+        self.multilabel = self.layout.multilabel
+        if self.multilabel and classes is not None:
+            raise UsageError(f"data.classes selects classes of one-label data; data.labels '{labels}' is multi-label")
         self.channels = channels
         if "auto" in (channels, image_size):
             self._resolve_auto(channels == "auto", image_size == "auto")
@@ -101,6 +108,15 @@ class CachedImageFolder:
     def class_to_idx(self) -> dict[str, int]:
         """Class name -> label index (the kept class names in order)."""
         return {name: i for i, name in enumerate(self.class_names)}
+
+    def cache_classes(self) -> dict[str, int]:
+        """What the cache records as its classes: ``class_to_idx``; for multi-label data one placeholder (every
+        cached label is 0; the targets are read from the labels file by path: :meth:`targets`)."""
+        return {LABEL_SETS: 0} if self.multilabel else self.class_to_idx
+
+    def targets(self, cache: ImageCache, split: str) -> np.ndarray:
+        """A multi-label split's ``(N, K)`` targets, in the cache's order (bad files skipped are not in it)."""
+        return self.layout.targets(cache.column(split, "path"), self.class_names, self.root)
 
     def cache_params(self) -> dict:
         """Everything that decides the cache's contents besides the files themselves."""
@@ -114,6 +130,8 @@ class CachedImageFolder:
             params["split_dirs"] = self.layout.split_dirs
         if self.layout.kind == "labels":
             params["labels"] = str(self.layout.labels.resolve())
+            if self.multilabel:  # the arrays hold the same pixels; the cached labels differ
+                params["task"] = "multilabel"
         if self.layout.kind != "splits" or "val" not in self.layout.split_dirs:  # a split is computed here
             params |= {"val_fraction": self.val_fraction, "test_fraction": self.test_fraction, "seed": self.seed}
         if self.class_names != self.all_class_names:  # a subset (or another order): other files, other labels
@@ -179,7 +197,7 @@ class CachedImageFolder:
         on_bad_file = on_bad_file or self.on_bad_file
         sources = (listing or self.listing()).sources
         params, folder = self.cache_params(), self.cache_folder()
-        cache = load_cache(folder, params, sources, self.class_to_idx, self.cache_verify)
+        cache = load_cache(folder, params, sources, self.cache_classes(), self.cache_verify)
         if cache is None:
             total = sum(len(files) for files in sources.values())
             workers = self.cache_workers
@@ -187,7 +205,7 @@ class CachedImageFolder:
                 workers = available_cores() if total >= MIN_FILES_FOR_WORKERS else 0
             log.info("Building the image cache for %d files in %s (%d process(es))", total, folder, max(workers, 1))
             cache = build_cache(
-                folder, self.root, params, sources, self.class_to_idx, self.channels, self.resize_size,
+                folder, self.root, params, sources, self.cache_classes(), self.channels, self.resize_size,
                 on_bad_file=on_bad_file, workers=workers,
             )  # fmt: skip
         elif cache.skipped and on_bad_file == "error":

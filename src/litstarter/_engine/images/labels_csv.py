@@ -11,6 +11,8 @@
   the files are listed: see :func:`same_file_error`); so is a split whose classes differ from train's. A row
   whose file is missing is a bad file like an unreadable image: all of them are reported together, under
   ``data.on_bad_file``.
+* A ``labels`` column (``;``-separated sets) or one 0/1 column per label makes the file multi-label: see
+  :mod:`litstarter._engine.images.label_sets`. Every other rule here holds for it too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInputError, UsageError
+from .label_sets import NOT_LABELS, check_vocabulary, column_labels, csv_form, split_cell
 from .listing import shown
 from .splits import SPLIT_ALIASES, SPLIT_NAMES, canonical_split
 
@@ -42,6 +45,7 @@ class LabelRow:
         split: ``train``/``val``/``test``, or ``None`` without a ``split`` column.
         line: The row's line number in the CSV (the header is line 1).
         written: The path as the row spells it (``""``: as ``path``).
+        labels: A multi-label row's sorted label names (``()``: none); ``None`` in a one-label file.
     """
 
     path: str
@@ -49,29 +53,40 @@ class LabelRow:
     split: str | None
     line: int
     written: str = ""
+    labels: tuple[str, ...] | None = None
 
     def describe(self) -> str:
         """``line 3 './a.png' (label cat, split train)``: the row as written."""
         split = f", split {self.split}" if self.split else ""
-        return f"line {self.line} '{shown(self.written or self.path)}' (label {self.label}{split})"
+        what = f"label {self.label}" if self.labels is None else f"labels {';'.join(self.labels) or '(none)'}"
+        return f"line {self.line} '{shown(self.written or self.path)}' ({what}{split})"
 
 
-def _open_rows(csv_path: Path) -> tuple[list[str], list[dict]]:
+def _open_rows(csv_path: Path) -> tuple[list[str], list[dict], list[str]]:
+    """The lower-cased header, the rows keyed by it, and the header as written (label names in the column form)."""
     if not csv_path.is_file():
         raise UsageError(f"data.labels '{csv_path}' does not exist (it is read relative to data.root)")
     try:
         with open(csv_path, newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f)
-            columns = [c.strip().lower() for c in reader.fieldnames or []]
+            written = [c.strip() for c in reader.fieldnames or []]
+            columns = [c.lower() for c in written]
             reader.fieldnames = columns
-            return columns, list(reader)
+            return columns, list(reader), written
     except (UnicodeDecodeError, csv.Error) as err:
         raise BadInputError(f"data.labels '{csv_path}' is not a readable UTF-8 CSV: {err}") from err
 
 
-def _row(csv_path: Path, raw: dict, line: int, has_split: bool) -> LabelRow:
+def _row(csv_path: Path, raw: dict, line: int, has_split: bool, form: str = "label", headers=None) -> LabelRow:
     path, label = (raw.get("path") or "").strip(), (raw.get("label") or "").strip()
-    if not path or not label:
+    labels = None
+    if form != "label":
+        labels = split_cell(csv_path, line, raw.get("labels") or "") if form == "labels" else None
+        labels = column_labels(csv_path, line, raw, headers) if labels is None else labels
+        label = ";".join(labels)
+        if not path:
+            raise BadInputError(f"data.labels '{csv_path}' line {line}: 'path' is empty, got {raw}")
+    elif not path or not label:
         raise BadInputError(f"data.labels '{csv_path}' line {line}: 'path' and 'label' must both be set, got {raw}")
     split = None
     if has_split:
@@ -82,7 +97,7 @@ def _row(csv_path: Path, raw: dict, line: int, has_split: bool) -> LabelRow:
                 f"data.labels '{csv_path}' line {line}: split {value!r} is not one of {sorted(SPLIT_ALIASES)}"
                 " (any case)"
             )
-    return LabelRow(posixpath.normpath(path), label, split, line, path)
+    return LabelRow(posixpath.normpath(path), label, split, line, path, labels)
 
 
 def _check_splits(csv_path: Path, rows: list[LabelRow]) -> None:
@@ -170,19 +185,32 @@ def read_labels(csv_path: str | Path, root: str | Path | None = None, allow_abso
         BadInputError: a column is missing, a cell is empty, a split name is unknown, a path leaves the root,
             a path is listed twice, or a split's classes differ from train's.
     """
+    return read_labels_file(csv_path, root, allow_absolute)[0]
+
+
+def read_labels_file(
+    csv_path: str | Path, root: str | Path | None = None, allow_absolute: bool = False
+) -> tuple[list[LabelRow], str]:
+    """:func:`read_labels`, and the file's form: ``label``, or the multi-label ``labels`` / ``columns``
+    (:func:`~litstarter._engine.images.label_sets.csv_form`); a multi-label file's val and test rows may only
+    name labels train has."""
     csv_path = Path(csv_path)
-    columns, raw_rows = _open_rows(csv_path)
-    if not {"path", "label"} <= set(columns):
+    columns, raw_rows, written = _open_rows(csv_path)
+    form = csv_form(columns)
+    if "path" not in columns or (form == "label" and "label" not in columns):
         raise BadInputError(
             f"data.labels '{csv_path}' has the columns {columns}; expected a header with path,label and optionally"
-            " split"
+            " split (or path,labels with ';'-separated labels, or path and one 0/1 column per label)"
         )
     has_split = "split" in columns
-    rows = [_row(csv_path, raw, line, has_split) for line, raw in enumerate(raw_rows, start=2)]
+    headers = {c: w for c, w in zip(columns, written, strict=True) if c not in NOT_LABELS}
+    rows = [_row(csv_path, raw, line, has_split, form, headers) for line, raw in enumerate(raw_rows, start=2)]
     if not rows:
         raise BadInputError(f"data.labels '{csv_path}' has a header but no rows")
     _check_inside(csv_path, Path(root) if root is not None else csv_path.parent, rows, allow_absolute)
     _check_duplicates(csv_path, rows)
-    if has_split:
+    if form != "label":
+        check_vocabulary(csv_path, rows)
+    elif has_split:
         _check_splits(csv_path, rows)
-    return rows
+    return rows, form

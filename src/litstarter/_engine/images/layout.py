@@ -22,8 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+
 from ..errors import BadInputError, UsageError
-from .labels_csv import LabelRow, read_labels, same_file_error
+from .label_set_listing import label_sets_listing
+from .label_sets import FORM_NAMES, multi_hot
+from .labels_csv import LabelRow, read_labels_file, same_file_error
 from .listing import Found, Walker, shown
 from .preprocess import IMAGE_EXTENSIONS, is_image_file
 from .splits import (
@@ -61,6 +65,8 @@ class Layout:
         split_dirs: ``{split: folder name as found}`` for the ``splits`` kind.
         labels: The labels CSV for the ``labels`` kind.
         rows: The labels CSV's rows for the ``labels`` kind.
+        form: The labels CSV's form: ``label`` (one class per image), or multi-label ``labels`` / ``columns``
+            (:mod:`litstarter._engine.images.label_sets`); ``class_names`` is then the label vocabulary.
     """
 
     kind: Literal["classes", "splits", "labels"]
@@ -68,6 +74,20 @@ class Layout:
     split_dirs: dict[str, str] = field(default_factory=dict)
     labels: Path | None = None
     rows: tuple[LabelRow, ...] = ()
+    form: str = "label"
+
+    @property
+    def multilabel(self) -> bool:
+        """Whether each image has a set of labels (a multi-label labels file)."""
+        return self.form != "label"
+
+    def targets(self, paths: list[str], vocabulary: list[str] | None = None, root: Path | None = None) -> np.ndarray:
+        """``(N, K)`` float32 multi-hot targets of a multi-label file's ``paths`` (as listed, relative to ``root``
+        where they lie under it), over ``vocabulary`` (default ``class_names``)."""
+        by_path = {row.path: row.labels for row in self.rows}
+        top = os.fspath(root).rstrip(os.sep) + os.sep if root is not None else None
+        by_path |= {r.path[len(top) :]: r.labels for r in self.rows if top and r.path.startswith(top)}  # absolute
+        return multi_hot([by_path[p] for p in paths], vocabulary or self.class_names)
 
     def describe(self, root: Path) -> str:
         """E.g. ``root/{train,test}/<class>/<image>``."""
@@ -79,6 +99,11 @@ class Layout:
         has_split = any(row.split for row in self.rows)
         absolute = sum(os.path.isabs(row.path) for row in self.rows)
         where = f"paths under {root}" + (f", {absolute} absolute" if absolute else "")
+        if self.multilabel:
+            empty = sum(not row.labels for row in self.rows)
+            form = f"multi-label, {FORM_NAMES[self.form]}{', split' if has_split else ''}"
+            counts = f"{len(self.class_names)} labels, {empty} image(s) with none"
+            return f"labels file {self.labels} ({form}; {counts}; {where})"
         return f"labels file {self.labels} (path,label{',split' if has_split else ''}; {where})"
 
 
@@ -116,9 +141,10 @@ def detect_layout(
         raise UsageError(f"data.root '{root}' {what}; {expected_layout(root)}")
     if labels is not None:
         csv_path = root / labels
-        rows = read_labels(csv_path, root, allow_absolute=labels_absolute_paths)
-        train_labels = {row.label for row in rows if row.split in (None, "train")}
-        return Layout("labels", sorted(train_labels), labels=csv_path, rows=tuple(rows))
+        rows, form = read_labels_file(csv_path, root, allow_absolute=labels_absolute_paths)
+        train = [row for row in rows if row.split in (None, "train")]
+        names = {n for row in train for n in row.labels} if form != "label" else {row.label for row in train}
+        return Layout("labels", sorted(names), labels=csv_path, rows=tuple(rows), form=form)
     dirs = _visible_dirs(root)
     if not dirs:
         raise BadInputError(f"data.root '{root}' has no class folders; {expected_layout(root)}")
@@ -268,6 +294,8 @@ def list_sources(
             or a class has too few images to give every split at least one (the class is named).
     """
     root = Path(root)
+    if layout.kind == "labels" and layout.multilabel:
+        return label_sets_listing(root, layout, val_fraction, test_fraction, seed)
     if layout.kind == "labels":
         return _labels_listing(root, layout, val_fraction, test_fraction, seed)
     return _folder_listing(root, layout, val_fraction, test_fraction, seed)

@@ -135,6 +135,10 @@ class Listing:
         return line
 
 
-def carved_origin(source: str, fraction_key: str, fraction: float, seed: int) -> str:
+def carved_origin(source: str, fraction_key: str, fraction: float, seed: int, how: str = "stratified") -> str:
     """How a carved split is described in the layout line."""
-    return f"carved from {source} by data.{fraction_key}={fraction}, stratified, seed {seed}"
+    return f"carved from {source} by data.{fraction_key}={fraction}, {how}, seed {seed}"
+
+
+#: How a multi-label carve is described (see :func:`litstarter._engine.images.label_sets.stratify`).
+BY_LABEL_SETS = "stratified by label (iterative stratification)"

@@ -134,7 +134,11 @@ class WarnOnTinyValidation(Callback):
         if labels is None or not trainer.is_global_zero:
             return
         num_classes = int(getattr(trainer.datamodule, "num_classes", 0) or (np.max(labels, initial=-1) + 1))
-        counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=num_classes)
+        labels = np.asarray(labels)
+        if labels.ndim == 2:  # multi-label: images with each label
+            counts = labels.sum(axis=0).astype(np.int64)
+        else:
+            counts = np.bincount(labels.astype(np.int64), minlength=num_classes)
         smallest = int(counts.min()) if counts.size else 0
         if len(labels) >= MIN_VAL_IMAGES and smallest >= MIN_VAL_PER_CLASS:
             return

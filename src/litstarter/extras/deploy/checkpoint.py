@@ -30,6 +30,9 @@ def classifier_from_checkpoint(path: str | os.PathLike, trust_model: bool = Fals
             f"found {found}"
         )
     hparams = dict(checkpoint["hyper_parameters"])
+    tuned = checkpoint["state_dict"].get("label_thresholds")  # a multi-label checkpoint's tuned thresholds
+    if tuned is not None:
+        hparams["label_thresholds"] = [float(t) for t in tuned.tolist()]
     net = build_classifier(hparams, trust_model=trust_model)
     state = {k.removeprefix("net."): v for k, v in checkpoint["state_dict"].items() if k.startswith("net.")}
     load_state_dict_checked(net, state, source=f"checkpoint {path}")

@@ -11,6 +11,8 @@ language, needs only an artifact and this JSON to classify an image exactly as t
 4. feed ``(N, C, H, W)`` ``uint8`` values 0..255 as input ``input``; normalisation by ``mean``/``std`` happens
    inside the graph;
 5. read ``logits`` ``(N, num_classes)``; softmax gives probabilities in ``class_names`` order.
+   A multi-label model (``task: multilabel``) has one sigmoid per label instead: ``label`` is predicted when its
+   sigmoid is at or above its entry in ``thresholds`` (tuned on validation). ``task`` absent: single-label.
 
 ``preprocessing`` states each rule exactly (:mod:`.preprocessing`): its ``resize`` and ``crop`` objects are
 where an ``interpolation`` or a ``crop_pct`` other than the default goes.
@@ -62,6 +64,8 @@ class ModelContract:
         input_name: Name of the graph input.
         output_name: Name of the graph output.
         interpolation: The resize filter (``preprocessing.resize.interpolation``); only ``bilinear`` is implemented.
+        task: ``single_label`` (softmax over the logits) or ``multilabel`` (a sigmoid per logit, and ``thresholds``).
+        thresholds: A multi-label model's threshold per label, in ``class_names`` order.
     """
 
     class_names: list[str]
@@ -74,6 +78,8 @@ class ModelContract:
     input_name: str = "input"
     output_name: str = "logits"
     interpolation: str = "bilinear"
+    task: str = "single_label"
+    thresholds: list[float] | None = None
 
     def __post_init__(self) -> None:
         if self.interpolation not in INTERPOLATIONS:
@@ -85,6 +91,10 @@ class ModelContract:
             raise ContractError(f"channels must be 1 or 3, got {self.channels}")
         if len(self.mean) != self.channels or len(self.std) != self.channels:
             raise ContractError(f"mean/std need {self.channels} values each, got {self.mean} / {self.std}")
+        if self.task not in ("single_label", "multilabel"):
+            raise ContractError(f"task must be single_label or multilabel, got {self.task!r}")
+        if self.task == "multilabel" and (self.thresholds is None or len(self.thresholds) != len(self.class_names)):
+            raise ContractError(f"thresholds need one value per class name for task multilabel, got {self.thresholds}")
         if len(self.class_names) < 2:
             raise ContractError(f"class_names needs at least 2 names, got {self.class_names}")
         rh, rw = self.resize_size
@@ -119,7 +129,7 @@ class ModelContract:
 
     def to_dict(self) -> dict:
         """The JSON-ready form written to ``model.json``."""
-        return {
+        data = {
             "format": FORMAT,
             "version": VERSION,
             "class_names": list(self.class_names),
@@ -147,6 +157,10 @@ class ModelContract:
             },
             "architecture": dict(self.architecture),
         }
+        if self.task == "multilabel":  # single-label contracts stay as they were
+            data["task"], data["thresholds"] = self.task, [float(t) for t in self.thresholds]
+            data["output"]["kind"] = "logits; apply a sigmoid per label for probabilities, predict those >= thresholds"
+        return data
 
     def to_json(self) -> str:
         """:meth:`to_dict` as compact JSON (what artifacts embed)."""
@@ -175,6 +189,8 @@ class ModelContract:
                 input_name=str(data["input"]["name"]),
                 output_name=str(data["output"]["name"]),
                 interpolation=_interpolation(data["preprocessing"]),
+                task=str(data.get("task", "single_label")),
+                thresholds=None if data.get("thresholds") is None else [float(t) for t in data["thresholds"]],
             )
             _check_sizes(data["preprocessing"])
             return contract
@@ -238,6 +254,8 @@ class ModelContract:
             std=[float(v) for v in std],
             # The size it was trained at travels with the architecture: an edited image_size is then caught.
             architecture={**architecture, "image_size": list(image_size)} if architecture else {},
+            task=str(hparams.get("task") or "single_label"),
+            thresholds=thresholds_of(hparams, num_classes),
         )
 
 
@@ -273,3 +291,11 @@ def read_sidecar(model_path: str | os.PathLike) -> ModelContract | None:
     if not sidecar.is_file():
         return None
     return ModelContract.from_json(sidecar.read_text(), source=str(sidecar))
+
+
+def thresholds_of(hparams: Mapping, num_classes: int) -> list[float] | None:
+    """A multi-label checkpoint's thresholds: those it stores (``label_thresholds``: tuned on validation, or the
+    ``model.thresholds`` its fit was given), put in ``hparams`` by the checkpoint reader."""
+    if hparams.get("task") != "multilabel":
+        return None
+    return [float(t) for t in hparams.get("label_thresholds") or [0.5] * num_classes]

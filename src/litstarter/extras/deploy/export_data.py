@@ -66,6 +66,8 @@ def stratified_sample(labels: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
     """
     labels = np.asarray(labels)
     order = np.random.default_rng(seed).permutation(len(labels))
+    if labels.ndim == 2:  # multi-label (N, K) targets: no single class to stratify by
+        return order[:n]
     rank = np.empty(len(labels))  # an item's place within its class, as a fraction of the class
     for c in np.unique(labels):
         members = order[labels[order] == c]  # class c in random order
@@ -114,5 +116,7 @@ def load_export_data(
         )
     # The eval view of both: the train split's own items are augmented, calibration must see what inference sees.
     test_images, test_labels = held_out.eval_view(stratified_sample(held_out.labels, verify_samples, seed))
+    if test_labels.ndim == 2:  # multi-label: "accuracy" is then the top logit being the first label, only ever
+        test_labels = test_labels.argmax(axis=1)  # compared between an artifact and eager (the logits are verified)
     calibration, _ = dm.train_set.eval_view(stratified_sample(dm.train_set.labels, calibration_images, seed))
     return ExportData(test_images, test_labels, calibration, stored, split)

@@ -35,11 +35,13 @@ if TYPE_CHECKING:  # numpy and the backends load when files are predicted: `infe
 
 @dataclass
 class Prediction:
-    """The outcome for one input file: the top-k ``(class name, probability)`` pairs, or an error."""
+    """The outcome for one input file: the top-k ``(class name, probability)`` pairs (multi-label: every label's,
+    in label order, and ``labels``, those at or above their thresholds), or an error."""
 
     file: str
     topk: list[tuple[str, float]]
     error: str = ""
+    labels: list[str] | None = None
 
 
 def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int, list[str]]:
@@ -126,6 +128,25 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    """Element-wise sigmoid in float64 (a multi-label model's probabilities)."""
+    import numpy as np
+
+    return 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+
+
+def answer(contract, p: np.ndarray, k: int) -> tuple[list[tuple[str, float]], list[str] | None]:
+    """One image's answer from its probabilities ``p``: the top ``k`` pairs, or for a multi-label model every
+    label's pair in label order and the labels at or above their thresholds."""
+    import numpy as np
+
+    names = contract.class_names
+    if contract.task == "multilabel":
+        chosen = [n for n, pi, t in zip(names, p, contract.thresholds, strict=True) if pi >= t]
+        return [(n, float(pi)) for n, pi in zip(names, p, strict=True)], chosen
+    return [(names[i], float(p[i])) for i in np.argsort(-p, kind="stable")[:k]], None
+
+
 def predict_files(
     backend: Backend, files: Sequence[Path], batch_size: int = 32, topk: int = 3, tta: Sequence[str] = ()
 ) -> Iterator[Prediction]:
@@ -147,14 +168,14 @@ def predict_files(
     def flush() -> Iterator[Prediction]:
         good = [image for _, image, _ in pending if image is not None]
         logits = (tta_logits(backend, np.stack(good), tta) if tta else backend(np.stack(good))) if good else None
-        probs = iter(softmax(logits)) if good else iter(())
+        to_probs = sigmoid if contract.task == "multilabel" else softmax
+        probs = iter(to_probs(logits)) if good else iter(())
         for path, image, error in pending:
             if image is None:
                 yield Prediction(shown(path), [], shown(error))
                 continue
-            p = next(probs)
-            order = np.argsort(-p, kind="stable")[:k]
-            yield Prediction(shown(path), [(contract.class_names[i], float(p[i])) for i in order])
+            pairs, labels = answer(contract, next(probs), k)
+            yield Prediction(shown(path), pairs, labels=labels)
         pending.clear()
 
     for path in files:
@@ -180,12 +201,21 @@ def csv_header(topk: int) -> list[str]:
     return [*columns, "error"]
 
 
-def write_predictions(path: str | os.PathLike, predictions: Sequence[Prediction], topk: int) -> Path:
-    """Write the CSV (UTF-8) atomically; a failed file has empty prediction cells and its ``error``."""
+def write_predictions(
+    path: str | os.PathLike, predictions: Sequence[Prediction], topk: int, label_names: Sequence[str] | None = None
+) -> Path:
+    """Write the CSV (UTF-8) atomically; a failed file has empty prediction cells and its ``error``. With
+    ``label_names`` (a multi-label model): ``file, labels`` (``;``-joined), ``prob_<label>`` for each, ``error``."""
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
+            if label_names is not None:
+                writer.writerow(["file", "labels", *(f"prob_{n}" for n in label_names), "error"])
+                for pred in predictions:
+                    probs = [f"{p:.6f}" for _, p in pred.topk] or [""] * len(label_names)
+                    writer.writerow([pred.file, ";".join(pred.labels or []), *probs, pred.error])
+                return
             writer.writerow(csv_header(topk))
             for pred in predictions:
                 cells = [pred.file]
@@ -243,7 +273,8 @@ def _run(argv: Sequence[str] | None) -> int:
     backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
     topk = min(args.topk, backend.contract.num_classes)
     predictions = list(predict_files(backend, files, args.batch_size, topk, tta))
-    write_predictions(args.output, predictions, topk)
+    multilabel = backend.contract.task == "multilabel"
+    write_predictions(args.output, predictions, topk, backend.contract.class_names if multilabel else None)
     failed = [p for p in predictions if p.error]
     for pred in failed:
         print(f"litstarter infer: {pred.file}: {pred.error}", file=sys.stderr)

@@ -32,6 +32,7 @@ from litstarter._engine.images.listing import shown
 from litstarter._engine.images.sizes import auto_side
 from litstarter._engine.images.splits import Listing
 from litstarter.extras.inspect.fit_config import image_folder_of, loader_setting, parse_fit_config
+from litstarter.extras.inspect.label_sets import label_set_stats, pos_weight_suggestion, render_label_sets
 from litstarter.extras.inspect.quality import quality_report
 
 #: Above this train imbalance (largest class / smallest) a sampler or loss weights are suggested.
@@ -60,7 +61,11 @@ def size_extremes(cache: ImageCache) -> dict:
 def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) -> dict:
     """The figures of a cached folder, as plain JSON-able values (what ``--json`` prints)."""
     names = folder.class_names
-    counts = {split: Counter(cache.column(split, "label")) for split in cache.splits}
+    if folder.multilabel:  # images with each label
+        targets = {split: folder.targets(cache, split) for split in cache.splits}
+        counts = {s: Counter(dict(enumerate(t.sum(axis=0).astype(int).tolist()))) for s, t in targets.items()}
+    else:
+        counts = {split: Counter(cache.column(split, "label")) for split in cache.splits}
     train = [counts["train"][i] for i in range(len(names))]
     widths, heights, modes = (
         [v for split in cache.splits for v in cache.column(split, key)] for key in ("width", "height", "mode")
@@ -94,6 +99,7 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
         "near_duplicate_count": len(near),
         "near_duplicates": near,
         "quality": quality_report(cache),
+        "label_sets": label_set_stats(names, targets) if folder.multilabel else None,
     }
 
 
@@ -125,7 +131,9 @@ def suggest(report: dict, folder: CachedImageFolder, sampler: str, class_weights
     """Settings that follow from the figures: ``[{"option", "value", "why"}]``."""
     found = []
     ratio = report["imbalance_ratio"]
-    if ratio and ratio > IMBALANCE_LIMIT and sampler == "none" and class_weights is None:
+    if report.get("label_sets"):  # multi-label: a loss weight per label, not a sampler
+        found += [s for s in [pos_weight_suggestion(report["label_sets"], class_weights)] if s]
+    elif ratio and ratio > IMBALANCE_LIMIT and sampler == "none" and class_weights is None:
         why = f"the train split is imbalanced {imbalance(report)}; or set model.class_weights: auto"
         found.append({"option": "data.sampler", "value": "balanced", "why": why})
     if report["modes"] and set(report["modes"]) <= GREY_MODES and folder.channels != 1:
@@ -167,6 +175,8 @@ def render(report: dict) -> str:
         lines.append(f"{name:<{width}}" + "".join(f"{report['images'][s][name]:>8}" for s in splits))
     lines.append(f"{'total':<{width}}" + "".join(f"{report['split_sizes'][s]:>8}" for s in splits))
     lines.append(f"imbalance (train): {imbalance(report)}")
+    if report.get("label_sets"):
+        lines += render_label_sets(report["label_sets"])
     sizes = report["sizes"]
     if sizes.get("smallest"):
         lines.append("sizes (w x h): " + ", ".join(
@@ -241,8 +251,9 @@ def main(argv: list[str]) -> int:
     # Bad files are left out of the cache and listed, not fatal: reporting them is the point.
     cache = folder.load_or_build(listing, on_bad_file="skip")
     report = summarize(folder, listing, cache)
-    report["baseline"] = validation_baseline(cache, len(folder.class_names))
-    report["suggestions"] = suggest(report, folder, loader_setting(config, "sampler"), config.model.class_weights)
+    report["baseline"] = None if folder.multilabel else validation_baseline(cache, len(folder.class_names))
+    weights = config.model.get("pos_weight") if folder.multilabel else config.model.class_weights
+    report["suggestions"] = suggest(report, folder, loader_setting(config, "sampler"), weights)
     print(json.dumps(report, indent=2) if as_json else render(report))
     for warning in report["warnings"]:
         print(f"litstarter inspect: warning: {warning}", file=sys.stderr)

@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from litstarter.extras.deploy.backends import Backend
-from litstarter.extras.deploy.infer import softmax
+from litstarter.extras.deploy.infer import answer, sigmoid, softmax
 from litstarter.extras.serve.options import ServeOptions
 from litstarter.extras.serve.request import Body, RequestError, check_content_type, decode_image, image_bytes
 from litstarter.extras.serve.service import Service
@@ -51,6 +51,13 @@ def top_predictions(logits: np.ndarray, class_names: Sequence[str], k: int) -> l
         order = np.argsort(-p, kind="stable")[:k]
         rows.append([{"class": class_names[i], "index": int(i), "prob": float(p[i])} for i in order])
     return rows
+
+
+def label_answer(logits: np.ndarray, contract) -> dict:
+    """A multi-label model's answer for one image's ``(K,)`` logits: ``{"labels": [...], "probabilities": {...}}``,
+    the labels at or above their thresholds (in label order) and every label's sigmoid, as ``litstarter infer``."""
+    pairs, labels = answer(contract, sigmoid(logits[None])[0], contract.num_classes)
+    return {"labels": labels, "probabilities": dict(pairs)}
 
 
 def verification(model_path: Path) -> dict:
@@ -91,6 +98,7 @@ def model_info(backend: Backend) -> dict:
         "color_mode": c.color_mode,
         "input_size": list(c.image_size),
         "resize_size": list(c.resize_size),
+        **({"task": c.task, "thresholds": list(c.thresholds)} if c.task == "multilabel" else {}),
         "verification": verification(backend.path),
     }
 
@@ -120,6 +128,8 @@ class Routes:
         contract = s.backend.contract
         image = await run_in_threadpool(decode_image, data, contract, s.options.max_pixels)  # (C, H, W)
         (logits,) = await s.predict(image[None])
+        if contract.task == "multilabel":
+            return JSONResponse(label_answer(logits, contract))
         k = min(s.options.topk, contract.num_classes)
         return JSONResponse({"predictions": top_predictions(logits[None], contract.class_names, k)[0]})
 

@@ -1,0 +1,60 @@
+"""Multi-label end to end: a labels file with label sets picks the multi-label task, which learns, tunes its
+thresholds and reports its metrics; both labels-file forms give the same run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def metrics(run: Path) -> dict:
+    return json.loads((run / "metrics.json").read_text())
+
+
+def test_both_labels_forms_give_the_same_splits_and_metrics(multilabel_runs) -> None:
+    by_labels, by_columns = metrics(multilabel_runs["labels"]), metrics(multilabel_runs["columns"])
+    assert by_labels == by_columns
+    output = multilabel_runs["output"]
+    assert "multi-label, path,labels: ';'-separated label sets" in output
+    assert "stratified by label (iterative stratification)" in output
+
+
+def test_the_task_learns_and_reports_every_metric_at_the_tuned_thresholds_and_at_one_half(multilabel_runs) -> None:
+    found = metrics(multilabel_runs["labels"])
+    names = [str(d) for d in range(10)]
+    for key in ("map_macro", "auroc_macro", "f1_macro", "f1_micro", "subset_acc", "hamming"):
+        assert f"test/{key}" in found, key
+    for key in ("f1_macro", "f1_micro", "subset_acc", "hamming"):
+        assert f"test/{key}_at_0.5" in found
+    for name in names:
+        assert {f"test/{c}/{name}" for c in ("tp", "fp", "fn", "tn", "threshold")} <= found.keys()
+    counts = [[found[f"test/{c}/{n}"] for c in ("tp", "fp", "fn", "tn")] for n in names]
+    chance = sum((tp + fn) / (tp + fp + fn + tn) for tp, fp, fn, tn in counts) / len(names)  # AP of random scores
+    assert found["test/map_macro"] > chance + 0.05, (found["test/map_macro"], chance)
+    assert "test/baseline_acc" not in found  # the pixel baseline is single-label
+    checkpoint = torch.load(multilabel_runs["labels"] / "checkpoints" / "last.ckpt", weights_only=True)
+    assert checkpoint["hyper_parameters"]["task"] == "multilabel"
+    assert "model.pos_weight: auto -> {" in multilabel_runs["output"]
+    weights = checkpoint["state_dict"]["criterion.pos_weight"]  # negatives / positives of train
+    assert weights.shape == (10,) and weights[5:].mean() > weights[:5].mean() > 1  # the composites favour low digits
+    tuned = checkpoint["state_dict"]["label_thresholds"]
+    assert tuned.shape == (10,) and not torch.all(tuned == 0.5)
+    assert not (multilabel_runs["labels"] / "confusion_matrix.png").exists()
+
+
+def test_given_thresholds_override_the_tuned_ones_at_test(multilabel_runs, tmp_path: Path) -> None:
+    run = multilabel_runs["labels"]
+    argv = ["test", "--config", str(run / "config.yaml"), "--ckpt_path", str(run / "checkpoints" / "last.ckpt"),
+            "--model.thresholds", "0.5", f"--trainer.logger.init_args.save_dir={tmp_path}"]  # fmt: skip
+    run_cli(argv)
+    (written,) = tmp_path.glob("*/version_*/metrics.json")
+    found = json.loads(written.read_text())
+    assert found["test/f1_macro"] == found["test/f1_macro_at_0.5"]
+    assert all(found[f"test/threshold/{d}"] == 0.5 for d in range(10))

@@ -1,0 +1,66 @@
+"""A multi-label model exported, then through ``infer`` and a real ``serve`` process: the same label sets and
+probabilities as the eager checkpoint, for the same 20 files."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+import torch
+
+from tests.extras.serve.test_serve import start_server
+
+pytestmark = pytest.mark.slow
+FILES = 20
+#: The export's own float tolerance (litstarter.extras.deploy.verify) is on logits; probabilities are tighter.
+ATOL = 1e-4
+
+
+def test_eager_onnx_infer_and_serve_agree_on_label_sets_and_probabilities(multilabel_runs, tmp_path: Path) -> None:
+    from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
+    from litstarter.extras.deploy.contract import ModelContract
+    from litstarter.extras.deploy.export import main as export
+    from litstarter.extras.deploy.infer import main as infer
+
+    run = multilabel_runs["labels"]
+    (ckpt,) = [p for p in (run / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
+    out = tmp_path / "export"
+    assert export(["--ckpt_path", str(ckpt), "--out", str(out), "--formats", "onnx"]) == 0
+    contract = ModelContract.from_json((out / "model.json").read_text())
+    assert contract.task == "multilabel" and len(contract.thresholds) == 10
+    files = sorted((multilabel_runs["root"] / "images").glob("*.png"))[:FILES]
+
+    net, _ = classifier_from_checkpoint(ckpt)
+    with torch.no_grad():
+        eager = net(torch.from_numpy(np.stack([contract.load_image(f) for f in files]))).sigmoid().double().numpy()
+    eager_labels = [
+        [n for n, p, t in zip(contract.class_names, row, contract.thresholds, strict=True) if p >= t] for row in eager
+    ]
+
+    assert (
+        infer(["--model", str(out / "model.onnx"), "--input", *map(str, files), "--output", str(tmp_path / "p.csv")])
+        == 0
+    )
+    with open(tmp_path / "p.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [Path(r["file"]).name for r in rows] == [f.name for f in files]
+    inferred = np.array([[float(r[f"prob_{n}"]) for n in contract.class_names] for r in rows])
+    np.testing.assert_allclose(inferred, eager, atol=ATOL)
+
+    server = start_server(out / "model.onnx")
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            answers = [client.post("/predict", content=f.read_bytes(), headers={"Content-Type": "image/png"}).json()
+                       for f in files]  # fmt: skip
+    finally:
+        assert server.stop() == 0, server.output()
+    served = np.array([[a["probabilities"][n] for n in contract.class_names] for a in answers])
+    np.testing.assert_allclose(served, eager, atol=ATOL)
+    near = np.abs(eager - np.array(contract.thresholds)).min(axis=1) < ATOL  # a probability on its threshold may flip
+    for i in np.flatnonzero(~near):
+        assert (rows[i]["labels"].split(";") if rows[i]["labels"] else []) == eager_labels[i]
+        assert answers[i]["labels"] == eager_labels[i]
+    assert sum(len(labels) for labels in eager_labels) > 0
