@@ -3,10 +3,10 @@
 Moves ``src/<old>/`` to ``src/<new>/`` and replaces the old name in every text file of the repository: imports,
 the configs' class paths, the tests, the docs, ``pyproject.toml`` (distribution name and console script) and the
 ``<OLD>_*`` environment variables. Case is kept: ``litstarter`` -> ``my_project``, ``LITSTARTER`` -> ``MY_PROJECT``,
-``Litstarter`` -> ``My_project``. A name of another length changes line lengths, so the renamed Python files are
-then formatted with ruff (the repository's venv's, the running Python's, or one on the PATH; else run
-``make format``). Run it on a clean checkout (review it with ``git diff``), then reinstall (``make install``) so
-the console script takes the new name. Nothing but the standard library is needed.
+``Litstarter`` -> ``My_project``. A new name changes line lengths and import order, so the renamed Python files
+are then import-sorted and formatted with ruff (the repository's venv's, the running Python's, or one on the PATH;
+else run ``make format``). Run it on a clean checkout (review it with ``git diff``), then reinstall
+(``make install``) so the console script takes the new name. Nothing but the standard library is needed.
 
 A name something else already answers to is refused (exit 2, one line, nothing changed; :func:`check_name` lists
 what): ``torch``, ``json``, ``tests``. The LICENSE is left alone: it names its copyright holder, not the package.
@@ -224,14 +224,20 @@ def find_ruff(root: Path = ROOT) -> str | None:
     return next((str(c) for c in candidates if c.is_file()), None) or shutil.which("ruff")
 
 
+#: What :func:`reformat` runs, in order: a renamed import can change the sort order (``run_litstarter`` sorts after
+#: ``run_cli``, ``run_acme`` before it), and a new name's length the line breaks.
+RUFF_PASSES = (["check", "--select", "I", "--fix", "--exit-zero", "--quiet"], ["format", "--quiet"])
+
+
 def reformat(files: list[Path], root: Path = ROOT) -> bool:
-    """``ruff format`` the given Python files (a rename or a deletion changed their lines); False without ruff."""
+    """Sort the imports of the given Python files and ``ruff format`` them (a rename or a deletion changed their
+    lines); False without ruff."""
     ruff = find_ruff(root)
     if ruff is None:
         return False
     python = [str(p) for p in files if p.suffix == ".py"]
-    if python:
-        subprocess.run([ruff, "format", "--quiet", *python], cwd=root, check=True)
+    for args in RUFF_PASSES if python else ():
+        subprocess.run([ruff, *args, *python], cwd=root, check=True)
     return True
 
 

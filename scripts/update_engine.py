@@ -33,7 +33,7 @@ from pathlib import Path
 import engine_lock
 import update_deps
 from drop_extra import without_marked_lines
-from rename import find_ruff, replacer
+from rename import RUFF_PASSES, find_ruff, replacer
 
 ROOT = Path(__file__).resolve().parents[1]
 TITLES = {"updated": "updated", "new": "new", "removed": "removed", "kept": "kept (edited here)"}
@@ -96,11 +96,12 @@ class View:
         if seen != text and path.endswith(".py"):
             if self.ruff is None:
                 raise Refused("ruff not found (make install-dev): renamed files must be formatted as make rename did")
-            proc = subprocess.run(
-                [self.ruff, "format", "--quiet", "--stdin-filename", str(self.root / path), "-"],
-                input=seen, capture_output=True, text=True, cwd=self.root, check=True,
-            )  # fmt: skip
-            seen = proc.stdout
+            for args in RUFF_PASSES:  # as make rename and make drop-extra format what they change
+                proc = subprocess.run(
+                    [self.ruff, *args, "--stdin-filename", str(self.root / path), "-"],
+                    input=seen, capture_output=True, text=True, cwd=self.root, check=True,
+                )  # fmt: skip
+                seen = proc.stdout
         return seen.encode("utf-8")
 
 

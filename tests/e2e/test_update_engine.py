@@ -136,6 +136,8 @@ def test_an_update_takes_upstreams_engine_and_extras_renamed_and_keeps_the_owner
     assert "litstarter" not in _git(["diff", "--", "src", "tests", "pyproject.toml"], b), (
         "upstream's name leaked into B"
     )
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent))
+    _run([ruff, "check", "--no-cache", "src", "tests", "benchmarks", "examples", "scripts"], b)  # renamed and updated
     _git(["add", "-A"], b)
     _git(["commit", "-q", "-m", "update-engine"], b)
 
