@@ -35,8 +35,9 @@ EXTRA_USES: dict[str, set[str]] = {
 # +94: timm's models by name: the registry's prefixed families (+33), layer-wise LR decay's groups and per-group
 # lr_scale in optim (+50), the task's layer_decay argument and the backbone's pretrained normalisation (+11).
 # +48: the task switch (data.task linked into model.task, TASKS), multi-label's two task arguments and (N, K)
-# targets in the dataset and the image-folder module (the multi-label task module itself is counted apart).
-TRAINING_PATH_BUDGET = 2400
+# targets in the dataset and the image-folder module (the multi-label task module itself is counted apart); +3
+# where both landed in task.py's signature and docstring.
+TRAINING_PATH_BUDGET = 2403
 #: Backbone families beyond the default ``small_cnn`` and the second task (multi-label): project code an owner may
 #: edit, counted apart from the single-label budget.
 COUNTED_APART = ("models.torchvision_backbones", "models.timm_backbones", "multilabel_task")
