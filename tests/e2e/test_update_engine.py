@@ -30,7 +30,7 @@ OWNER_FILES = ["src/acme/models/my_backbone.py", "src/acme/task.py", "configs/de
 FIX = "src/{pkg}/_engine/run/folder.py"
 EXTRAS = drop_extra.extras(REPO)
 #: One extra B keeps and one it deletes (one that no other extra imports, so it goes alone).
-KEPT = EXTRAS[0]
+KEPT = EXTRAS[0] if EXTRAS else None
 DROPPED = next((e for e in reversed(EXTRAS) if e != KEPT and drop_extra.with_users([e], REPO) == [e]), None)
 
 
@@ -90,7 +90,8 @@ def copies(tmp_path_factory) -> tuple[Path, Path]:
     _run(["make", "-s", "rename", "NAME=acme", f"PYTHON={sys.executable}"], b)
     _run(["make", "-s", "drop-extra", f"NAME={DROPPED}", f"PYTHON={sys.executable}"], b)
     (b / OWNER_FILES[0]).write_text('"""The owner\'s backbone."""\n\nBACKBONE = "mine"\n', encoding="utf-8")
-    _append(b / OWNER_FILES[1], "\n# the owner's note\n")
+    task = (b / OWNER_FILES[1]).read_text(encoding="utf-8")  # edited in place: the line budget stays the template's
+    (b / OWNER_FILES[1]).write_text(task.replace('"""The task:', '"""The owner\'s task:', 1), encoding="utf-8")
     _append(b / OWNER_FILES[2], "\n# the owner's config change\n")
     _git(["add", "-A"], b)
     _git(["commit", "-q", "-m", "acme: renamed, an extra dropped, edited"], b)
