@@ -7,7 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from .label_sets import carve_sets, multi_hot
-from .labels_csv import LabelRow, same_file_error
+from .labels_csv import found_rows
 from .listing import Found, Walker
 from .splits import BY_LABEL_SETS, SPLIT_NAMES, Listing, SourceFile, carved_origin, source_file
 
@@ -18,18 +18,10 @@ def label_sets_listing(root: Path, layout, val_fraction: float, test_fraction: f
     walker = Walker(root)
     by_split: dict[str, list[Found]] = defaultdict(list)
     sets: dict[Path, tuple[str, ...]] = {}
-    first_row: dict[Path, LabelRow] = {}
-    twice: list[tuple[LabelRow, LabelRow]] = []
-    for row in layout.rows:
-        found = walker.named(root / row.path)
+    for row, found in found_rows(walker, root, layout.labels, layout.rows):
         if found:
-            first_row.setdefault(found[0].path, row)
             sets[found[0].path] = row.labels
-        else:  # the file another row named, under another path: which label set is it?
-            twice.append((first_row[walker.duplicates[-1][1]], row))
         by_split[row.split or "train"].extend(found)
-    if twice:
-        raise same_file_error(layout.labels, twice)
 
     def carved(files: list[Found], test: float) -> dict[str, list[SourceFile]]:
         targets = multi_hot([sets[f.path] for f in files], layout.class_names)

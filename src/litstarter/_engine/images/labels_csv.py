@@ -20,12 +20,13 @@ from __future__ import annotations
 import csv
 import posixpath
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInputError, UsageError
 from .label_sets import NOT_LABELS, check_vocabulary, column_labels, csv_form, split_cell
-from .listing import shown
+from .listing import Found, Walker, shown
 from .splits import SPLIT_ALIASES, SPLIT_NAMES, canonical_split
 
 #: The option that lets a labels file name absolute paths (the refusal names it).
@@ -169,6 +170,24 @@ def same_file_error(csv_path: Path, pairs: list[tuple[LabelRow, LabelRow]]) -> B
         f"data.labels '{csv_path}' names {len(pairs)} file(s) twice under different paths (a link, a hard link or"
         f" an absolute path to a listed file): {listed}{_more(pairs)}; list each file once, with one label"
     )
+
+
+def found_rows(
+    walker: Walker, root: Path, csv_path: Path, rows: list[LabelRow]
+) -> Iterator[tuple[LabelRow, list[Found]]]:
+    """Each row with the file it names (``[]`` for a file an earlier row named under another path). Once every row
+    is walked, rows naming one file twice raise :func:`same_file_error`: which label would that file have?"""
+    first_row: dict[Path, LabelRow] = {}
+    twice: list[tuple[LabelRow, LabelRow]] = []
+    for row in rows:
+        found = walker.named(root / row.path)
+        if found:
+            first_row.setdefault(found[0].path, row)
+        else:  # the file another row named, under another path (a link, an absolute path)
+            twice.append((first_row[walker.duplicates[-1][1]], row))
+        yield row, found
+    if twice:
+        raise same_file_error(csv_path, twice)
 
 
 def read_labels(csv_path: str | Path, root: str | Path | None = None, allow_absolute: bool = False) -> list[LabelRow]:

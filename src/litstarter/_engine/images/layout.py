@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import BadInputError, UsageError
 from .label_set_listing import label_sets_listing
 from .label_sets import FORM_NAMES, multi_hot
-from .labels_csv import LabelRow, read_labels_file, same_file_error
+from .labels_csv import LabelRow, found_rows, read_labels_file
 from .listing import Found, Walker, shown
 from .preprocess import IMAGE_EXTENSIONS, is_image_file
 from .splits import (
@@ -250,17 +250,8 @@ def _labels_listing(root: Path, layout: Layout, val_fraction: float, test_fracti
     walker = Walker(root)
     index = {name: i for i, name in enumerate(layout.class_names)}
     by_split: dict[str, dict[int, list[Found]]] = defaultdict(lambda: defaultdict(list))
-    first_row: dict[Path, LabelRow] = {}
-    twice: list[tuple[LabelRow, LabelRow]] = []
-    for row in layout.rows:
-        found = walker.named(root / row.path)
-        if found:
-            first_row.setdefault(found[0].path, row)
-        else:  # the file another row named, under another path (a link, an absolute path): which label is it?
-            twice.append((first_row[walker.duplicates[-1][1]], row))
+    for row, found in found_rows(walker, root, layout.labels, layout.rows):
         by_split[row.split or "train"][index[row.label]].extend(found)
-    if twice:
-        raise same_file_error(layout.labels, twice)
     csv_name = layout.labels.name
     if not any(row.split for row in layout.rows):
         parts = carve(by_split["train"], layout.class_names, val_fraction, test_fraction, seed, csv_name)
