@@ -24,7 +24,20 @@ import numpy as np
 
 #: PIL's fixed-point precision: 22 bits for the resize's 8-bit weights, 7 for alpha compositing.
 RESIZE_BITS, ALPHA_BITS = 22, 7
-FILTERS = {"bilinear": (1.0, lambda x: np.clip(1.0 - np.abs(x), 0.0, None))}  # name -> (support, kernel)
+FILTERS = {  # name -> (support, kernel), as Pillow's
+    "bilinear": (1.0, lambda x: np.clip(1.0 - np.abs(x), 0.0, None)),
+    "bicubic": (
+        2.0,
+        lambda x: np.select(
+            [np.abs(x) < 1, np.abs(x) < 2],
+            [
+                1.5 * np.abs(x) ** 3 - 2.5 * np.abs(x) ** 2 + 1,
+                -0.5 * np.abs(x) ** 3 + 2.5 * np.abs(x) ** 2 - 4 * np.abs(x) + 2,
+            ],
+            0.0,
+        ),
+    ),
+}
 
 
 def decode(path: str | Path) -> tuple[np.ndarray, str, np.ndarray | None, object, int]:

@@ -20,6 +20,7 @@ from litstarter._engine.run.checks import data_fact, num_classes_of
 from litstarter._engine.run.cli import RunCLI
 from litstarter._engine.run.tracking import SaveConfigAndLogIt
 from litstarter.callbacks.write_test_metrics import WriteTestMetrics
+from litstarter.models.timm_data_config import resize_of
 from litstarter.task import ImageClassifier
 
 log = logging.getLogger("litstarter")
@@ -29,6 +30,28 @@ def resize_size_of(datamodule) -> tuple[int, int] | None:
     """The size the data module stores images at, before the eval view centre-crops ``image_size`` (``None``: the
     data module does not say, so it stores them at ``image_size``)."""
     return getattr(datamodule, "resize_size", None)
+
+
+def interpolation_of(datamodule) -> str:
+    """The filter the data module resizes files with (``bilinear`` unless it says otherwise)."""
+    return getattr(datamodule, "interpolation", None) or "bilinear"
+
+
+def fill_in_backbone_resize(config) -> None:
+    """A ``timm/`` backbone's resize filter and crop fraction (its pretrained config's) into ``data.interpolation``
+    and ``data.crop_pct`` where the data module takes them and they are unset, so that the cache, ``model.json``,
+    ``infer`` and ``serve`` resize as the backbone expects; one line says so."""
+    model, data = config.get("model") or {}, config.get("data")
+    resize = resize_of(model.get("backbone"))
+    args = data.get("init_args") if data is not None and hasattr(data, "get") else None
+    if resize is None or args is None:
+        return
+    filled = {k: v for k, v in resize.items() if k in args and args.get(k) is None}
+    for key, value in filled.items():
+        args[key] = value
+    if filled:
+        given = ", ".join(f"data.{k}={v}" for k, v in filled.items())
+        log.info("data: %s from %s's pretrained config (the resize it expects)", given, model.get("backbone"))
 
 
 def task_of(datamodule) -> str:
@@ -50,6 +73,7 @@ class LitStarterCLI(RunCLI):
             "image_size": functools.partial(data_fact, name="image_size"),
             "class_names": functools.partial(data_fact, name="class_names"),
             "resize_size": resize_size_of,  # inference on files resizes to it
+            "interpolation": interpolation_of,  # with this filter
             "task": task_of,  # the data decides the task: multi-hot targets need the multi-label one
         }
         for target, compute in links.items():
@@ -67,6 +91,11 @@ class LitStarterCLI(RunCLI):
             default=True,
             help="After `fit`, test the best checkpoint (ModelCheckpoint's `best_model_path`).",
         )
+
+    def before_instantiate_classes(self) -> None:
+        """The engine's checks, then a timm backbone's resize into the data's config."""
+        super().before_instantiate_classes()
+        fill_in_backbone_resize(self.active_config())
 
     def after_fit(self) -> None:
         """Test the best checkpoint on the test split, unless ``test_after_fit: false``; then the engine's after-fit

@@ -57,8 +57,9 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         in_channels: Image channels; linked from ``data.channels``.
         image_size: Input ``[height, width]``; linked from ``data.image_size`` and recorded for export.
         class_names: Class names in label order; linked from ``data.class_names``.
-        resize_size: ``[height, width]`` the data stores images at before the eval view centre-crops
-            ``image_size`` (linked; recorded so inference on files resizes as training did); ``null``: ``image_size``.
+        resize_size: ``[height, width]`` the data stores images at before the eval view centre-crops ``image_size``
+            (linked; recorded so inference on files resizes as training did); ``null``: ``image_size``.
+        interpolation: The filter the data resized with, ``bilinear`` or ``bicubic`` (linked; recorded, as above).
         backbone_kwargs: Extra arguments for the backbone factory (e.g. ``widths`` for ``small_cnn``).
         weights: Pretrained backbone weights: ``null`` (random init), a torchvision weights name (``IMAGENET1K_V1``,
             ``DEFAULT``; downloaded to ``torch.hub.get_dir()/checkpoints`` once), ``pretrained`` (timm's, through the
@@ -112,6 +113,7 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         image_size: tuple[int, int] = (224, 224),
         class_names: list[str] | None = None,
         resize_size: tuple[int, int] | None = None,
+        interpolation: Literal["bilinear", "bicubic"] = "bilinear",
         backbone_kwargs: dict | None = None,
         weights: str | None = None,
         init_from: str | None = None,
@@ -169,8 +171,8 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         self.confusion_matrices: dict[str, torch.Tensor] = {}  # the last (K, K) per stage, for PlotConfusionMatrix
 
     def setup(self, stage: str) -> None:
-        """Before fitting: the data's normalisation (a resume's checkpoint overwrites it after), the size it stores
-        images at (recorded for inference on files), and ``auto`` class weights."""
+        """Before fitting: the data's normalisation (a resume's overwrites it), the size it stores images at (for
+        inference on files), and ``auto`` class weights."""
         datamodule = self.trainer.datamodule
         if stage != "fit" or datamodule is None:
             return
@@ -303,8 +305,7 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
     def configure_optimizers(self):
         """``optimizer`` over the parameter groups; ``lr_scheduler`` every step (``ReduceLROnPlateau``: every epoch)."""
         hparams = self.hparams
-        lr_scale = hparams.get("backbone_lr_scale", 1.0)
-        no_decay = hparams.get("no_decay_norm_and_bias", True)
+        lr_scale, no_decay = hparams.get("backbone_lr_scale", 1.0), hparams.get("no_decay_norm_and_bias", True)
         groups = optim.param_groups(self, no_decay, self.net.backbone, lr_scale, hparams.get("layer_decay"))
         optimizer = self.optimizer(groups)
         optim.scale_backbone_groups(optimizer, lr_scale)  # before the scheduler reads each group's lr as its base

@@ -59,6 +59,10 @@ class ImageFolderDataModule(ArrayDataModule):
         labels_absolute_paths: Let ``labels`` name absolute paths (a CSV listing files across disks). Risk: a row
             can then make the run read, cache and train on any file this user may read; a relative path must stay
             inside ``root`` either way.
+        interpolation: The filter files are resized with (cache, ``infer``, ``serve``): ``bilinear``, ``bicubic``;
+            ``null``: a ``timm/`` backbone's own (its pretrained config's; the CLI fills it in), else bilinear.
+        crop_pct: The eval view's centre crop as a fraction of the stored size: images are stored at
+            ``floor(image_size / crop_pct)``; ``null``: a ``timm/`` backbone's own, else 1 / 1.14 (ImageNet's 224/256).
     """
 
     def __init__(
@@ -82,6 +86,8 @@ class ImageFolderDataModule(ArrayDataModule):
         seed: int = 42,
         classes: list[str | int] | None = None,
         labels_absolute_paths: bool = False,
+        interpolation: Literal["bilinear", "bicubic"] | None = None,
+        crop_pct: float | None = None,
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if sampler not in ("none", "weighted", "balanced"):
@@ -89,7 +95,7 @@ class ImageFolderDataModule(ArrayDataModule):
         # The listing, the split and the cache: the engine's, shared with the reports that read the same cache.
         self.folder = CachedImageFolder(
             root, labels, image_size, channels, val_fraction, test_fraction, cache_dir, cache_workers, cache_verify,
-            on_bad_file, seed, classes, labels_absolute_paths,
+            on_bad_file, seed, classes, labels_absolute_paths, interpolation or "bilinear", crop_pct,
         )  # fmt: skip
         for name, value in (("mean", mean), ("std", std)):
             if value is not None and len(value) != self.folder.channels:
@@ -97,6 +103,7 @@ class ImageFolderDataModule(ArrayDataModule):
         # The facts the model is built from (see litstarter.data.base), and the size the cache stores images at.
         self.root, self.channels, self.class_names = self.folder.root, self.folder.channels, self.folder.class_names
         self.image_size, self.resize_size = self.folder.image_size, self.folder.resize_size
+        self.interpolation = self.folder.interpolation  # linked into the model: infer resizes as the cache did
         # A multi-label labels file (a `labels` column, or one 0/1 column per label) makes the task multi-label.
         self.task = "multilabel" if self.folder.multilabel else "single_label"
         if self.folder.multilabel and sampler != "none":

@@ -26,6 +26,7 @@ from torch import nn
 from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.pretrained import WeightsUnavailableError
 from litstarter.models.registry import BackboneError, register_backbone_prefix
+from litstarter.models.timm_data_config import data_config as resolve_data_config
 
 log = logging.getLogger(__name__)
 
@@ -103,28 +104,24 @@ class TimmBackbone(nn.Module):
 
     def resolve_normalization(self, mean: list[float], std: list[float], image_size, pretrained: bool):
         """The ``(mean, std)`` to normalise with: the pretrained config's when the weights are pretrained, the
-        data's otherwise. Logs one line for each place where the two disagree, saying which wins and why."""
+        data's otherwise. Logs one line naming each place where the two disagree, and which wins and why."""
         cfg, ours = self.data_config, (mean, std)
         theirs = (cfg["mean"], cfg["std"])
+        differ = []
         if not all(
             math.isclose(a, b, abs_tol=1e-3)
             for x, y in zip(ours, theirs, strict=True)
             for a, b in zip(x, y, strict=True)
         ):
-            winner = (
-                "the pretrained config's (pretrained weights expect it)" if pretrained else "the data's (random init)"
-            )
-            log.info("%s: the data's mean/std %s / %s differ from the pretrained config's %s / %s; %s wins",
-                     self.name, _short(mean), _short(std), _short(cfg["mean"]), _short(cfg["std"]), winner)  # fmt: skip
+            won = "the pretrained config's (pretrained weights expect it)" if pretrained else "the data's (random init)"
+            differ.append(f"the data's mean/std {_short(mean)} / {_short(std)} differ from the pretrained config's"
+                          f" {_short(cfg['mean'])} / {_short(cfg['std'])}: {won} wins")  # fmt: skip
         if image_size is not None and list(image_size) != list(cfg["input_size"]):
             why = "pretrained features work best near it" if pretrained else "random init has no preferred size"
-            log.info("%s: data.image_size %s differs from the pretrained config's input size %s; data.image_size"
-                     " wins (the data module stores images at it; %s)", self.name, list(image_size),
-                     cfg["input_size"], why)  # fmt: skip
-        if pretrained and cfg["interpolation"] != "bilinear":
-            log.info("%s was pretrained on images resized %s (crop_pct %s); the data's bilinear resize wins, the one"
-                     " filter the cache, infer and serve implement", self.name, cfg["interpolation"],
-                     cfg["crop_pct"])  # fmt: skip
+            differ.append(f"data.image_size {list(image_size)} differs from its input size {cfg['input_size']}:"
+                          f" data.image_size wins (the data module stores images at it; {why})")  # fmt: skip
+        if differ:
+            log.info("%s: %s", self.name, "; ".join(differ))
         return theirs if pretrained else ours
 
 
@@ -209,25 +206,6 @@ def _create(timm, name: str, in_channels: int, weights: str | None, kwargs: dict
         raise BadInputError(f"model.weights {weights!r} do not load into {PREFIX}/{name}: {first}") from None
 
 
-def _data_config(model: nn.Module, in_channels: int) -> dict:
-    """timm's resolved pretrained preprocessing, with ``mean``/``std`` for ``in_channels`` (one channel: the
-    average of the RGB values)."""
-    from timm.data import resolve_model_data_config
-
-    cfg = resolve_model_data_config(model)
-    mean, std = [float(v) for v in cfg["mean"]], [float(v) for v in cfg["std"]]
-    if in_channels != len(mean):
-        mean = [sum(mean) / len(mean)] * in_channels if in_channels == 1 else (mean * in_channels)[:in_channels]
-        std = [sum(std) / len(std)] * in_channels if in_channels == 1 else (std * in_channels)[:in_channels]
-    return {
-        "mean": mean,
-        "std": std,
-        "input_size": [int(v) for v in cfg["input_size"][1:]],
-        "interpolation": str(cfg.get("interpolation", "bilinear")),
-        "crop_pct": float(cfg.get("crop_pct", 1.0)),
-    }
-
-
 def _features_at(model: nn.Module, in_channels: int, size: tuple[int, int]) -> torch.Tensor:
     """The output of one dummy image of ``size`` (eval mode, no gradients)."""
     was_training = model.training
@@ -293,7 +271,7 @@ def timm_backbone(
     """
     timm = _timm(name)
     model = _create(timm, name, in_channels, weights, kwargs)
-    data_config = _data_config(model, in_channels)
+    data_config = resolve_data_config(model, in_channels)
     size = tuple(image_size) if image_size is not None else tuple(data_config["input_size"])
     num_features = _measure_features(model, name, in_channels, size)
     if weights is not None:

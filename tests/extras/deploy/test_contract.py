@@ -61,8 +61,8 @@ def test_malformed_sidecar_names_file_and_key(tmp_path):
         (
             "preprocessing",
             "resize",
-            {"interpolation": "bicubic"},
-            "interpolation is 'bicubic'; this litstarter resizes with bilinear only",
+            {"interpolation": "lanczos"},
+            "interpolation is 'lanczos'; this litstarter resizes with bilinear, bicubic only",
         ),
     ],
 )

@@ -58,11 +58,13 @@ def warn_skipped(root: Path, folder: Path, skipped: list[dict]) -> None:
         )
 
 
-def decode_file(path: Path, channels: int, size: tuple[int, int]) -> tuple[np.ndarray | None, str | None, dict]:
+def decode_file(
+    path: Path, channels: int, size: tuple[int, int], interpolation: str = "bilinear"
+) -> tuple[np.ndarray | None, str | None, dict]:
     """``(image (C, H, W) uint8, None, facts)`` or ``(None, reason, {})``; facts are the file's original
     ``width``, ``height`` and PIL ``mode`` and the SHA-256 of its bytes (for the leakage check: identical files;
     the pHash of near-duplicates is computed from the written array, a batch at a time, by ``_decode_split``)."""
-    image, reason = try_load_image(path, channels, size)
+    image, reason = try_load_image(path, channels, size, interpolation)
     if image is None:
         return None, reason, {}
     data = Path(path).read_bytes()  # just decoded: read from the page cache
@@ -72,10 +74,10 @@ def decode_file(path: Path, channels: int, size: tuple[int, int]) -> tuple[np.nd
 
 
 def _decode_all(
-    paths: list[Path], channels: int, size: tuple[int, int], workers: int, desc: str
+    paths: list[Path], channels: int, size: tuple[int, int], workers: int, desc: str, interpolation: str
 ) -> Iterator[tuple[np.ndarray | None, str | None, dict]]:
     """``decode_file`` over ``paths`` in order, in this process or a pool of ``workers`` processes."""
-    decode = functools.partial(decode_file, channels=channels, size=size)
+    decode = functools.partial(decode_file, channels=channels, size=size, interpolation=interpolation)
     with tqdm(total=len(paths), desc=desc, unit="img", disable=None, leave=False) as bar:
         if workers <= 1:
             for path in paths:
@@ -91,7 +93,7 @@ def _decode_all(
 
 def _decode_split(
     folder: Path, root: Path, split: str, files: list[SourceFile], channels: int, size: tuple[int, int],
-    workers: int, bad: list[dict],
+    workers: int, bad: list[dict], interpolation: str = "bilinear",
 ) -> tuple[Path, Path, list[dict]]:  # fmt: skip
     """Decode one split into owner-tagged temporary arrays; returns them and the kept files' records."""
     tag, row = owner_tag(), channels * size[0] * size[1]
@@ -100,7 +102,7 @@ def _decode_split(
         f.truncate(len(files) * row)
     array = np.memmap(images_tmp, dtype=np.uint8, mode="r+", shape=(len(files), channels, *size))
     kept: list[dict] = []
-    results = _decode_all([root / f.path for f in files], channels, size, workers, f"caching {split}")
+    results = _decode_all([root / f.path for f in files], channels, size, workers, f"caching {split}", interpolation)
     for source, (image, reason, facts) in zip(files, results, strict=True):
         if image is None:
             bad.append({"path": source.path, "reason": reason})
@@ -153,7 +155,8 @@ def build_cache(
     Args:
         folder: The cache folder (created if needed).
         root: The data root that ``sources`` paths are relative to.
-        params: Preprocessing parameters, recorded in the manifest and checked on load.
+        params: Preprocessing parameters, recorded in the manifest and checked on load; its ``interpolation``
+            (``bilinear`` when absent) is the resize filter.
         sources: ``{split: files}`` in the order the arrays should have.
         class_to_idx: Class name -> index, recorded in the manifest.
         channels: 1 or 3.
@@ -171,7 +174,9 @@ def build_cache(
     bad: list[dict] = []
     try:
         for split, files in sources.items():
-            written[split] = _decode_split(folder, root, split, files, channels, size, workers, bad)
+            written[split] = _decode_split(
+                folder, root, split, files, channels, size, workers, bad, params.get("interpolation", "bilinear")
+            )
         if bad and on_bad_file != "skip":  # only an explicit skip leaves files out
             raise bad_files_error(root, bad)
         _check_classes_kept(root, written["train"][2], class_to_idx, bad)

@@ -23,7 +23,7 @@ from .channels import channels_for, read_headers
 from .classes import select_classes
 from .layout import detect_layout, list_sources
 from .leakage import warn_leakage
-from .preprocess import as_size, resize_size_for
+from .preprocess import RESAMPLING, as_size, resize_size_for
 from .sizes import auto_side
 from .splits import Listing, SourceFile
 
@@ -56,6 +56,9 @@ class CachedImageFolder:
         classes: Keep these classes only, in this order; ``None``: all, sorted.
         labels_absolute_paths: Let ``labels`` name absolute paths (files on other disks); without it every
             path must be relative to ``root`` and stay inside it.
+        interpolation: The resize filter of the cache: ``bilinear`` or ``bicubic``.
+        crop_pct: The eval crop's fraction of the stored size (a timm backbone's): stored at
+            ``floor(image_size / crop_pct)``; ``None``: ``image_size`` x 1.14.
 
     Raises:
         UsageError: a value out of range, naming its ``data.*`` key.
@@ -76,6 +79,8 @@ class CachedImageFolder:
         seed: int = 42,
         classes: list[str | int] | None = None,
         labels_absolute_paths: bool = False,
+        interpolation: str = "bilinear",
+        crop_pct: float | None = None,
     ) -> None:
         _check_arguments(channels, val_fraction, test_fraction, cache_workers, cache_verify, on_bad_file)
         self.root = Path(root).expanduser()
@@ -102,7 +107,12 @@ class CachedImageFolder:
         self.channels = channels
         if "auto" in (channels, image_size):
             self._resolve_auto(channels == "auto", image_size == "auto")
-        self.resize_size = resize_size_for(self.image_size)
+        if interpolation not in RESAMPLING:
+            raise UsageError(f"data.interpolation must be one of {sorted(RESAMPLING)}, got {interpolation!r}")
+        if crop_pct is not None and not 0 < crop_pct <= 1:
+            raise UsageError(f"data.crop_pct must be in (0, 1] or null, got {crop_pct}")
+        self.interpolation = interpolation
+        self.resize_size = resize_size_for(self.image_size, crop_pct=crop_pct)
 
     @property
     def class_to_idx(self) -> dict[str, int]:
@@ -126,6 +136,8 @@ class CachedImageFolder:
             "channels": self.channels,
             "resize_size": list(self.resize_size),
         }
+        if self.interpolation != "bilinear":  # absent for bilinear: the caches built before it stay valid
+            params["interpolation"] = self.interpolation
         if self.layout.kind == "splits":
             params["split_dirs"] = self.layout.split_dirs
         if self.layout.kind == "labels":

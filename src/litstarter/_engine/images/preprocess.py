@@ -10,6 +10,7 @@ resize the shorter side to ``resize_size`` -> centre-crop to ``resize_size``. Th
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from typing import BinaryIO
@@ -24,6 +25,9 @@ IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", 
 
 #: Cache images are this much larger than ``image_size`` (ImageNet's 256/224), so random crops have room.
 RESIZE_RATIO = 1.14
+
+#: The resize filters implemented (``model.json``'s ``preprocessing.resize.interpolation``): Pillow's, antialiased.
+RESAMPLING = {"bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC}
 
 
 def is_image_file(name: str) -> bool:
@@ -42,9 +46,14 @@ def as_size(size: int | Sequence[int]) -> tuple[int, int]:
     return size
 
 
-def resize_size_for(image_size: int | Sequence[int], ratio: float = RESIZE_RATIO) -> tuple[int, int]:
-    """The stored size for a given training ``image_size``: a little larger, for random-crop room."""
+def resize_size_for(
+    image_size: int | Sequence[int], ratio: float = RESIZE_RATIO, crop_pct: float | None = None
+) -> tuple[int, int]:
+    """The stored size for a given training ``image_size``: a little larger, for random-crop room. With a
+    ``crop_pct`` (a timm backbone's), ``floor(side / crop_pct)`` as timm's eval transform resizes."""
     h, w = as_size(image_size)
+    if crop_pct is not None:
+        return (max(h, math.floor(h / crop_pct)), max(w, math.floor(w / crop_pct)))
     return (max(h, round(h * ratio)), max(w, round(w * ratio)))
 
 
@@ -78,25 +87,27 @@ def convert_mode(image: Image.Image, channels: int) -> Image.Image:
     return image.convert("L" if channels == 1 else "RGB")
 
 
-def resize_center_crop(image: Image.Image, size: tuple[int, int]) -> Image.Image:
+def resize_center_crop(image: Image.Image, size: tuple[int, int], interpolation: str = "bilinear") -> Image.Image:
     """Resize so the image covers ``size`` (aspect kept, antialiased), then centre-crop to exactly ``size``.
 
     The rules, exactly (``model.json``'s ``preprocessing.resize`` states them for clients in other languages):
     ``scale = max(target_h / h, target_w / w)`` in float64; new sides ``max(target, round(side * scale))`` with
-    Python's ``round`` (half to even); Pillow's ``BILINEAR``, whose triangle filter is widened by the
-    downscale factor when reducing (so it antialiases), width pass first, then height, each rounded to uint8;
+    Python's ``round`` (half to even); Pillow's ``BILINEAR`` (or ``BICUBIC``: ``interpolation``), whose filter is
+    widened by the downscale factor when reducing (so it antialiases), width pass first, then height, each rounded
+    to uint8;
     crop ``left = (new_w - target_w) // 2``, ``top = (new_h - target_h) // 2``.
     """
     target_h, target_w = size
+    resample = RESAMPLING[interpolation]
     w, h = image.size
     scale = max(target_h / h, target_w / w)
     new_w, new_h = max(target_w, round(w * scale)), max(target_h, round(h * scale))
     # One axis at a time, width first, each pass rounded to 8 bits: the order is then ours to state (model.json),
     # not Pillow's (13.0 picks the order of a two-axis resize itself, and either order is off by one here and there).
     if new_w != w:
-        image = image.resize((new_w, h), Image.Resampling.BILINEAR, reducing_gap=None)
+        image = image.resize((new_w, h), resample, reducing_gap=None)
     if new_h != h:
-        image = image.resize((new_w, new_h), Image.Resampling.BILINEAR, reducing_gap=None)
+        image = image.resize((new_w, new_h), resample, reducing_gap=None)
     left, top = (new_w - target_w) // 2, (new_h - target_h) // 2
     return image.crop((left, top, left + target_w, top + target_h))
 
@@ -106,7 +117,11 @@ class ImageTooLarge(ValueError):
 
 
 def load_image(
-    path: str | os.PathLike | BinaryIO, channels: int, size: tuple[int, int], max_pixels: int | None = None
+    path: str | os.PathLike | BinaryIO,
+    channels: int,
+    size: tuple[int, int],
+    max_pixels: int | None = None,
+    interpolation: str = "bilinear",
 ) -> np.ndarray:
     """Decode ``path`` (a file name or a binary file object) and return a ``(C, H, W)`` uint8 array of ``size``.
 
@@ -115,6 +130,7 @@ def load_image(
         channels: 1 (``L``) or 3 (``RGB``).
         size: ``(height, width)`` to resize and centre-crop to.
         max_pixels: Refuse an image whose width x height is larger (a decompression bomb), from its header.
+        interpolation: The resize filter, a key of :data:`RESAMPLING`.
 
     Raises:
         ImageTooLarge: If the image has more than ``max_pixels`` pixels.
@@ -127,13 +143,13 @@ def load_image(
             )
         image.load()  # force a full decode now: truncated files fail here, not later in a worker
         image = ImageOps.exif_transpose(image)
-        image = resize_center_crop(convert_mode(image, channels), size)
+        image = resize_center_crop(convert_mode(image, channels), size, interpolation)
     array = np.asarray(image, dtype=np.uint8)
     return array[None] if array.ndim == 2 else array.transpose(2, 0, 1)  # (C, H, W)
 
 
 def try_load_image(
-    path: str | os.PathLike, channels: int, size: tuple[int, int]
+    path: str | os.PathLike, channels: int, size: tuple[int, int], interpolation: str = "bilinear"
 ) -> tuple[np.ndarray | None, str | None]:
     """:func:`load_image`, but a bad file returns ``(None, reason)`` instead of raising.
 
@@ -146,7 +162,7 @@ def try_load_image(
     try:
         if os.path.getsize(path) == 0:
             return None, "empty file (0 bytes)"
-        return load_image(path, channels, size), None
+        return load_image(path, channels, size, interpolation=interpolation), None
     except Exception as error:  # noqa: BLE001 - any decode failure is a bad file; the caller reports it
         return None, f"{type(error).__name__}: {error}"
 

@@ -5,7 +5,7 @@ language, needs only an artifact and this JSON to classify an image exactly as t
 
 1. decode the file, apply its EXIF orientation, convert to ``color_mode`` (``L`` or ``RGB``; transparency
    composited onto white);
-2. resize (PIL's antialiased bilinear, aspect kept, sizes rounded half to even, width pass first) so that it
+2. resize (PIL's antialiased bilinear or bicubic, aspect kept, sizes rounded half to even, width pass first) so it
    covers ``resize_size``, then centre-crop ``resize_size``: the size the training data was stored at;
 3. centre-crop ``image_size`` (the eval view of training);
 4. feed ``(N, C, H, W)`` ``uint8`` values 0..255 as input ``input``; normalisation by ``mean``/``std`` happens
@@ -63,7 +63,7 @@ class ModelContract:
             it was trained at (checked against ``preprocessing.image_size`` when a model is opened).
         input_name: Name of the graph input.
         output_name: Name of the graph output.
-        interpolation: The resize filter (``preprocessing.resize.interpolation``); only ``bilinear`` is implemented.
+        interpolation: The resize filter (``preprocessing.resize.interpolation``): ``bilinear`` or ``bicubic``.
         task: ``single_label`` (softmax over the logits) or ``multilabel`` (a sigmoid per logit, and ``thresholds``).
         thresholds: A multi-label model's threshold per label, in ``class_names`` order.
     """
@@ -124,7 +124,7 @@ class ModelContract:
         Raises:
             OSError / ValueError: If the file cannot be decoded.
         """
-        image = load_image(path, self.channels, self.resize_size, max_pixels)
+        image = load_image(path, self.channels, self.resize_size, max_pixels, self.interpolation)
         return center_crop_array(image, self.image_size)
 
     def to_dict(self) -> dict:
@@ -254,6 +254,7 @@ class ModelContract:
             std=[float(v) for v in std],
             # The size it was trained at travels with the architecture: an edited image_size is then caught.
             architecture={**architecture, "image_size": list(image_size)} if architecture else {},
+            interpolation=str(hparams.get("interpolation") or "bilinear"),  # absent in checkpoints before it
             task=str(hparams.get("task") or "single_label"),
             thresholds=thresholds_of(hparams, num_classes),
         )

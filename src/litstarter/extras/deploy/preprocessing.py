@@ -12,7 +12,13 @@ implement must refuse the model, as :class:`~litstarter.extras.deploy.contract.M
 from __future__ import annotations
 
 #: Interpolations this litstarter implements (the cache and ``infer``), with their filter's support at scale 1.
-INTERPOLATIONS = {"bilinear": 1.0}
+INTERPOLATIONS = {"bilinear": 1.0, "bicubic": 2.0}
+#: Each filter's kernel of the distance ``x`` in (resized) pixels, as Pillow's.
+KERNELS = {
+    "bilinear": "triangle: 1 - |x| for |x| < 1, else 0",
+    "bicubic": "Keys cubic with a = -0.5: (a + 2)|x|^3 - (a + 3)|x|^2 + 1 for |x| < 1; a|x|^3 - 5a|x|^2 + 8a|x| - 4a"
+    " for 1 <= |x| < 2; else 0",
+}
 
 STEPS = [
     "decode the file; apply its EXIF orientation (tag 0x0112, values 2-8, as PIL's ImageOps.exif_transpose)",
@@ -41,6 +47,7 @@ def resize_fields(resize_size: tuple[int, int], interpolation: str) -> dict:
         "fit": "cover",
         "interpolation": interpolation,
         "filter_support": INTERPOLATIONS[interpolation],
+        "filter": KERNELS[interpolation],
         "antialias": True,
         "antialias_rule": "reducing an axis by s = in / out > 1 stretches the filter by s: support filter_support * s,"
         " weight of input pixel x: filter((x + 0.5 - center) / s); enlarging uses the filter as is",
@@ -50,7 +57,8 @@ def resize_fields(resize_size: tuple[int, int], interpolation: str) -> dict:
         " Math.round); no resize if both sides are unchanged",
         "taps": "output pixel i is centred at center = (i + 0.5) * in / out; its input pixels run from"
         " max(0, int(center - support + 0.5)) to min(in, int(center + support + 0.5)) (int truncates)",
-        "weights": "normalised to sum 1 (summed in order), then to fixed point: int(w * 2^22 + 0.5)",
+        "weights": "normalised to sum 1 (summed in order), then to fixed point: int(w * 2^22 + 0.5), a negative"
+        " weight (bicubic's) int(w * 2^22 - 0.5)",
         "passes": "width first, then height, each only if that side changes; each output rounded to uint8:"
         " (2^21 + sum(pixel * weight)) >> 22, clipped to 0..255",
         "crop": "centre: left = (new_w - size[1]) // 2, top = (new_h - size[0]) // 2",
