@@ -116,9 +116,10 @@ class TimmBackbone(nn.Module):
             won = "the pretrained config's (pretrained weights expect it)" if pretrained else "the data's (random init)"
             differ.append(f"the data's mean/std {_short(mean)} / {_short(std)} differ from the pretrained config's"
                           f" {_short(cfg['mean'])} / {_short(cfg['std'])}: {won} wins")  # fmt: skip
-        if image_size is not None and list(image_size) != list(cfg["input_size"]):
+        size = list(cfg["input_size"][-2:])  # (channels, height, width)
+        if image_size is not None and list(image_size) != size:
             why = "pretrained features work best near it" if pretrained else "random init has no preferred size"
-            differ.append(f"data.image_size {list(image_size)} differs from its input size {cfg['input_size']}:"
+            differ.append(f"data.image_size {list(image_size)} differs from the pretrained config's input size {size}:"
                           f" data.image_size wins (the data module stores images at it; {why})")  # fmt: skip
         if differ:
             log.info("%s: %s", self.name, "; ".join(differ))

@@ -79,6 +79,21 @@ def test_the_numpy_reference_agrees_with_infer(exported) -> None:
         assert np.abs(probs - infer_probs(row, names)).max() <= 1e-3, file.name
 
 
+def test_the_numpy_reference_resizes_bicubic_as_infer_does(exported) -> None:
+    """A timm backbone's contract asks for bicubic: the reference, reading model.json alone, still gives infer's
+    input arrays bit for bit."""
+    from litstarter.extras.deploy.preprocessing import resize_fields
+
+    out, files, _ = exported
+    contract = json.loads((out / "model.json").read_text())
+    resize = contract["preprocessing"]["resize"]
+    contract["preprocessing"]["resize"] = resize_fields(tuple(resize["size"]), "bicubic")
+    ours = ModelContract.from_dict(contract)
+    assert ours.interpolation == "bicubic"
+    for file in files:
+        np.testing.assert_array_equal(reference_module().preprocess(file, contract), ours.load_image(file), file.name)
+
+
 @pytest.mark.skipif(
     shutil.which("node") is None or not (NODE_CLIENT / "node_modules" / "onnxruntime-node").is_dir(),
     reason="node or examples/node_client/node_modules is missing (cd examples/node_client && npm install"

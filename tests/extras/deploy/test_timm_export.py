@@ -34,6 +34,9 @@ def test_model_json_carries_the_pretrained_backbones_normalisation(timm_exports)
     assert contract["normalization"]["std"] == pytest.approx(list(config["std"]), abs=1e-6)
     assert contract["architecture"]["backbone"] == "timm/convnext_atto"
     assert contract["preprocessing"]["image_size"] == [64, 64]
+    # its resize too: the filter, and the crop fraction as the size stored before the centre crop
+    assert contract["preprocessing"]["resize"]["interpolation"] == config["interpolation"] == "bicubic"
+    assert contract["preprocessing"]["resize_size"] == [int(64 / config["crop_pct"])] * 2
 
 
 def test_infer_on_mixed_size_photos_matches_the_eager_checkpoint(timm_exports) -> None:
