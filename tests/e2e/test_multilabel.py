@@ -58,3 +58,24 @@ def test_given_thresholds_override_the_tuned_ones_at_test(multilabel_runs, tmp_p
     found = json.loads(written.read_text())
     assert found["test/f1_macro"] == found["test/f1_macro_at_0.5"]
     assert all(found[f"test/threshold/{d}"] == 0.5 for d in range(10))
+
+
+def test_a_multilabel_run_predicts_and_resumes_with_its_labels_and_thresholds(multilabel_runs, tmp_path: Path) -> None:
+    run = multilabel_runs["labels"]
+    config, last = str(run / "config.yaml"), str(run / "checkpoints" / "last.ckpt")
+    cli = run_cli(
+        ["predict", "--config", config, "--ckpt_path", last, f"--trainer.logger.init_args.save_dir={tmp_path}"]
+    )
+    probs = torch.cat(cli.trainer.predict_loop.predictions)
+    assert probs.shape[1] == 10 and len(probs) > 0 and 0 <= probs.min() and probs.max() <= 1  # sigmoid per label
+    assert cli.model.class_names == [str(d) for d in range(10)]
+    before = torch.load(last, weights_only=True)
+    argv = ["fit", "--config", config, "--ckpt_path", last, "--trainer.max_epochs=3",
+            f"--trainer.logger.init_args.save_dir={tmp_path / 'resumed'}"]  # fmt: skip
+    run_cli(argv)
+    (resumed,) = (tmp_path / "resumed").glob("*/version_*/checkpoints/last.ckpt")
+    after = torch.load(resumed, weights_only=True)
+    assert after["epoch"] == before["epoch"] + 1  # one more epoch, from where the run stopped
+    assert after["hyper_parameters"]["task"] == "multilabel"
+    assert after["hyper_parameters"]["class_names"] == before["hyper_parameters"]["class_names"]
+    assert after["state_dict"]["label_thresholds"].shape == (10,)  # tuned again after the resumed fit
