@@ -56,7 +56,7 @@ class CachedImageFolder:
         classes: Keep these classes only, in this order; ``None``: all, sorted.
         labels_absolute_paths: Let ``labels`` name absolute paths (files on other disks); without it every
             path must be relative to ``root`` and stay inside it.
-        interpolation: The resize filter of the cache: ``bilinear`` or ``bicubic``.
+        interpolation: The resize filter of the cache: ``bilinear`` (also for ``None``) or ``bicubic``.
         crop_pct: The eval crop's fraction of the stored size (a timm backbone's): stored at
             ``floor(image_size / crop_pct)``; ``None``: ``image_size`` x 1.14.
 
@@ -79,7 +79,7 @@ class CachedImageFolder:
         seed: int = 42,
         classes: list[str | int] | None = None,
         labels_absolute_paths: bool = False,
-        interpolation: str = "bilinear",
+        interpolation: str | None = "bilinear",
         crop_pct: float | None = None,
     ) -> None:
         _check_arguments(channels, val_fraction, test_fraction, cache_workers, cache_verify, on_bad_file)
@@ -107,6 +107,7 @@ class CachedImageFolder:
         self.channels = channels
         if "auto" in (channels, image_size):
             self._resolve_auto(channels == "auto", image_size == "auto")
+        interpolation = interpolation or "bilinear"  # None: unset in a data config read outside the CLI (inspect)
         if interpolation not in RESAMPLING:
             raise UsageError(f"data.interpolation must be one of {sorted(RESAMPLING)}, got {interpolation!r}")
         if crop_pct is not None and not 0 < crop_pct <= 1:
