@@ -95,7 +95,7 @@ class ImageFolderDataModule(ArrayDataModule):
         # The listing, the split and the cache: the engine's, shared with the reports that read the same cache.
         self.folder = CachedImageFolder(
             root, labels, image_size, channels, val_fraction, test_fraction, cache_dir, cache_workers, cache_verify,
-            on_bad_file, seed, classes, labels_absolute_paths, interpolation or "bilinear", crop_pct,
+            on_bad_file, seed, classes, labels_absolute_paths, interpolation, crop_pct,
         )  # fmt: skip
         for name, value in (("mean", mean), ("std", std)):
             if value is not None and len(value) != self.folder.channels:

@@ -26,11 +26,11 @@ from torch import nn
 from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.pretrained import WeightsUnavailableError
 from litstarter.models.registry import BackboneError, register_backbone_prefix
+from litstarter.models.timm_data_config import PREFIX
 from litstarter.models.timm_data_config import data_config as resolve_data_config
 
 log = logging.getLogger(__name__)
 
-PREFIX = "timm"
 #: ``model.weights`` value that asks for the pretrained tag's weights.
 PRETRAINED = "pretrained"
 INSTALL = "pip install 'litstarter[timm]'"

@@ -7,15 +7,11 @@ cache images as the backbone expects (the CLI fills ``data.interpolation`` and `
 
 from __future__ import annotations
 
-import logging
-
 from torch import nn
 
-log = logging.getLogger(__name__)
+from litstarter._engine.images.preprocess import RESAMPLING  # the filters the cache, infer and serve implement
 
 PREFIX = "timm"
-#: The resize filters the cache, ``infer`` and ``serve`` implement; another filter of timm's falls back to bilinear.
-FILTERS = ("bilinear", "bicubic")
 
 
 def data_config(model: nn.Module, in_channels: int) -> dict:
@@ -39,7 +35,7 @@ def data_config(model: nn.Module, in_channels: int) -> dict:
 
 def resize_of(backbone: str) -> dict | None:
     """``{"interpolation", "crop_pct"}`` of ``timm/<name>``'s pretrained config (``None``: not a timm name, timm
-    missing, or no pretrained config); a filter other than :data:`FILTERS` becomes ``bilinear``."""
+    missing, or no pretrained config); a filter the cache does not implement becomes ``bilinear``."""
     if not isinstance(backbone, str) or not backbone.startswith(f"{PREFIX}/"):
         return None
     try:
@@ -49,5 +45,5 @@ def resize_of(backbone: str) -> dict | None:
     cfg = timm.models.get_pretrained_cfg(backbone.removeprefix(f"{PREFIX}/"))
     if cfg is None:
         return None
-    interpolation = cfg.interpolation if cfg.interpolation in FILTERS else "bilinear"
+    interpolation = cfg.interpolation if cfg.interpolation in RESAMPLING else "bilinear"
     return {"interpolation": interpolation, "crop_pct": float(cfg.crop_pct or 1.0)}
