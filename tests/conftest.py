@@ -91,8 +91,8 @@ TIMM_EXPORT_ARGS = ["--verify_samples", "64", "--calibration_images", "32"]
 @pytest.fixture(scope="session")
 def timm_exports(timm_runs, tmp_path_factory) -> dict[str, dict]:
     """Every format of each timm family exported (and verified) once, in a fresh process, and ConvNeXt's photo run
-    as ``weights.pt`` (its ``model.json``); then ``infer`` with the ResNet's checkpoint and with its ONNX over
-    mixed-size photos in the same process:
+    as ``weights.pt`` (its ``model.json``) and ONNX; then ``infer`` with ConvNeXt's checkpoint and with its ONNX
+    over mixed-size photos in the same process (its bicubic resize and crop fraction, as the backbone expects):
     ``{name: {"out": export folder, "code", "stdout", "stderr"}}`` plus ``"infer"``: ``{"ckpt"|"onnx": csv}``.
     Here, not in the deploy extra's conftest, so that serve's tests share the one export."""
     from tests.helpers import run_cases
@@ -102,15 +102,15 @@ def timm_exports(timm_runs, tmp_path_factory) -> dict[str, dict]:
     runs = {name: timm_runs[name]["run"] for name in ("resnet", "mobilenetv3", "convnext")}
     cases = []
     for name, run in runs.items():
-        formats = ["--formats", "weights"] if name == "convnext" else []  # model.json alone: the cheapest format
+        formats = ["--formats", "weights", "onnx"] if name == "convnext" else []  # what infer's check needs
         ckpt = str(run / "checkpoints" / "last.ckpt")
         cases.append({"argv": ["export", "--ckpt_path", ckpt, "--out", str(work / name), *formats, *TIMM_EXPORT_ARGS]})
     photos = work / "mixed_photos"
     write_mixed_photos(photos, n=10)
     csvs = {"ckpt": work / "ckpt.csv", "onnx": work / "onnx.csv"}
     for kind, model in (
-        ("ckpt", runs["resnet"] / "checkpoints" / "last.ckpt"),
-        ("onnx", work / "resnet" / "model.onnx"),
+        ("ckpt", runs["convnext"] / "checkpoints" / "last.ckpt"),
+        ("onnx", work / "convnext" / "model.onnx"),
     ):
         cases.append({"argv": ["infer", "--model", str(model), "--input", str(photos), "--output", str(csvs[kind])]})
     results = run_cases(work, [{**case, "env": {"HF_HUB_OFFLINE": "1"}} for case in cases])

@@ -40,6 +40,8 @@ def test_model_json_carries_the_pretrained_backbones_normalisation(timm_exports)
 
 
 def test_infer_on_mixed_size_photos_matches_the_eager_checkpoint(timm_exports) -> None:
+    """ConvNeXt's ONNX through infer (its bicubic resize to 64 / crop_pct, then the centre crop) gives what its
+    checkpoint gives eagerly, on grey, RGBA and odd-sized files."""
     rows = {}
     for kind, path in timm_exports["infer"].items():
         with open(path, newline="") as f:
