@@ -58,9 +58,30 @@ def make_stem(in_channels: int, width: int, factor: int) -> nn.Sequential:
     return layers
 
 
+class AvgMaxPool(nn.Module):
+    """Global average and global max pooling side by side, ``(B, C, H, W)`` -> ``(B, 2C, 1, 1)``: the average says
+    how much of the image holds a pattern, the max whether any place does (a small object in a large image)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Concatenate the two poolings along the channels."""
+        return torch.cat([x.mean(dim=(2, 3), keepdim=True), x.amax(dim=(2, 3), keepdim=True)], dim=1)
+
+
+def make_pool(pool: str) -> tuple[nn.Module, int]:
+    """The global pooling named ``pool`` (``"avg"``, ``"max"``, ``"avgmax"``) and how many features it gives per
+    channel."""
+    if pool == "avg":
+        return nn.AdaptiveAvgPool2d(1), 1
+    if pool == "max":
+        return nn.AdaptiveMaxPool2d(1), 1
+    if pool == "avgmax":
+        return AvgMaxPool(), 2
+    raise UsageError(f"small_cnn pool must be 'avg', 'max' or 'avgmax'; got {pool!r}")
+
+
 class SmallCNN(nn.Module):
-    """Stages of two conv-BN-ReLU layers, each but the last followed by 2x2 max pooling, then global average pooling
-    (the feature width does not depend on the input size). The first layer is the stem (:func:`make_stem`).
+    """Stages of two conv-BN-ReLU layers, each but the last followed by 2x2 max pooling, then global pooling (the
+    feature width does not depend on the input size). The first layer is the stem (:func:`make_stem`).
 
     Args:
         in_channels: Channels of the input images (1 for grayscale, 3 for RGB).
@@ -68,6 +89,7 @@ class SmallCNN(nn.Module):
         stem: Downsampling of the first layer: 1 (none), 2, 4.
         standardize: Standardise each image per channel first (:func:`standardize_per_image`); ``"both"``: feed the
             raw channels and the standardised ones side by side.
+        pool: The global pooling: ``"avg"``, ``"max"`` or ``"avgmax"`` (both, twice the features).
     """
 
     def __init__(
@@ -76,6 +98,7 @@ class SmallCNN(nn.Module):
         widths: tuple[int, ...] = (32, 64, 128),
         stem: int = 1,
         standardize: bool | Literal["both"] = False,
+        pool: Literal["avg", "max", "avgmax"] = "avg",
     ) -> None:
         super().__init__()
         self.standardize = standardize
@@ -91,8 +114,8 @@ class SmallCNN(nn.Module):
             prev = width
         # A ModuleList of stages, not one Sequential: activation checkpointing works per stage.
         self.stages = nn.ModuleList(stages)
-        self.pool = nn.AdaptiveAvgPool2d(1)
-        self.num_features = prev
+        self.pool, per_channel = make_pool(pool)
+        self.num_features = prev * per_channel
         self.grad_checkpointing = False
         self.reset_parameters()
 
@@ -136,6 +159,7 @@ def small_cnn(
     stem: int | Literal["auto"] = "auto",
     image_size: Sequence[int] | None = None,
     standardize: bool | Literal["auto", "both"] = "auto",
+    pool: Literal["avg", "max", "avgmax"] = "avg",
 ) -> SmallCNN:
     """The template's default backbone (about 0.3 M parameters with the default widths).
 
@@ -149,10 +173,12 @@ def small_cnn(
             colours, whatever each photo's exposure and white balance. ``"both"``: the raw and the standardised
             channels side by side, for the network to use either (a photo's colour or exposure may be the class).
             ``"auto"``: ``"both"`` above 16 px (photos), off for the 8x8 digits.
+        pool: The global pooling after the last stage: ``"avg"``; ``"max"``, or ``"avgmax"`` (both side by side,
+            twice the features), for small objects in a larger image, where an average dilutes them.
     """
     factor = stem_factor(image_size) if stem == "auto" else int(stem)
     if standardize == "auto":
         photo = image_size is not None and min(int(s) for s in image_size) > STEM_ABOVE
         standardize = "both" if photo else False
     standardize = standardize if standardize == "both" else bool(standardize)
-    return SmallCNN(in_channels=in_channels, widths=widths, stem=factor, standardize=standardize)
+    return SmallCNN(in_channels=in_channels, widths=widths, stem=factor, standardize=standardize, pool=pool)
