@@ -1,0 +1,96 @@
+"""``data: StreamingDataModule``: a fit from the shards, the same views whatever the loader workers, one line for a
+sampler, and an exact mid-epoch resume from the ``last.ckpt`` the template writes after every validation."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from litstarter._engine.errors import UsageError
+from litstarter.cli import main
+from litstarter.data import StreamingDataModule
+from litstarter.task import ImageClassifier
+from tests.extras.streaming.recording import RecordSamples, records
+from tests.helpers import REPO, fast_fit_args, run_cli
+
+
+def stream_fit_args(save_dir: Path, output: Path, epochs: int = 2, *extra: str) -> list[str]:
+    """A short fit from the shards, batches of 4 (10 per epoch), no loader workers."""
+    return [*fast_fit_args(save_dir, epochs=epochs, name="stream"), "--data", "litstarter.data.StreamingDataModule",
+            f"--data.root={output}", "--data.num_workers=0", "--data.batch_size=4", "--baseline=false",
+            "--trainer.enable_progress_bar=false", *extra]  # fmt: skip
+
+
+def test_a_sampler_is_refused_in_one_line_naming_class_weights(converted) -> None:
+    with pytest.raises(UsageError, match="cannot apply to a stream.*model.class_weights auto"):
+        StreamingDataModule(str(converted["output"]), sampler="balanced")
+
+
+def epoch_views(data: StreamingDataModule, epochs: int = 2, **spawn) -> list[list[bytes]]:
+    """Each epoch's training views, in order, through the module's train loader (or, with ``spawn``, the same
+    loader with its workers started by spawn: every object it sends them is pickled)."""
+    from litdata import StreamingDataLoader
+
+    data.setup("fit")
+    loader = data.train_dataloader()
+    if spawn:
+        loader = StreamingDataLoader(data.train_set, batch_size=data.batch_size, collate_fn=loader.collate_fn, **spawn)
+    return [[image.numpy().tobytes() for images, _ in loader for image in images] for _ in range(epochs)]
+
+
+@pytest.mark.slow
+def test_the_views_are_the_same_run_after_run_and_with_spawned_workers(converted) -> None:
+    root = str(converted["output"])
+    first, again = (epoch_views(StreamingDataModule(root, num_workers=0, batch_size=8)) for _ in range(2))
+    assert first == again  # the same order and the same augmented views, epoch after epoch
+    assert first[0] != first[1] and len(set(first[0])) == len(first[0]) == 40
+    forked = epoch_views(StreamingDataModule(root, num_workers=2, batch_size=8))
+    for epoch, views in enumerate(forked):  # another order (two workers' shares), the same view of every sample
+        assert Counter(views) == Counter(first[epoch]), epoch
+    spawned = epoch_views(StreamingDataModule(root, batch_size=8), 1, num_workers=2, multiprocessing_context="spawn")
+    assert Counter(spawned[0]) == Counter(first[0])
+
+
+@pytest.mark.slow
+def test_a_short_fit_from_the_shards_tests_and_reloads(converted, tmp_path: Path) -> None:
+    run_cli(stream_fit_args(tmp_path, converted["output"]))
+    run = tmp_path / "stream" / "version_0"
+    assert (run / "metrics.json").is_file()
+    model = ImageClassifier.load_from_checkpoint(run / "checkpoints" / "last.ckpt", map_location="cpu")
+    assert model.hparams.class_names == ["0", "1", "2", "3"] and tuple(model.hparams.resize_size) == (27, 27)
+    loops = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["loops"]["fit_loop"]
+    (state,) = loops["state_dict"]["combined_loader"]  # the StreamingDataLoader's own state, saved by Lightning
+    assert state["dataset"]["input_dir_path"] == str(converted["output"] / "train") and state["current_epoch"] == 2
+
+
+KILLED_FIT = """
+import sys
+from litstarter.cli import main
+from tests.extras.streaming.recording import KillAt, RecordSamples
+main(sys.argv[2:], callbacks=[RecordSamples(sys.argv[1]), KillAt(epoch=1, batch=4)])
+"""
+
+
+@pytest.mark.slow
+def test_a_mid_epoch_resume_sees_every_sample_of_the_epoch_once(converted, tmp_path: Path) -> None:
+    seen = tmp_path / "seen.txt"
+    args = stream_fit_args(tmp_path, converted["output"], 2, "--trainer.val_check_interval=0.25")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
+    killed = subprocess.run([sys.executable, "-c", KILLED_FIT, str(seen), *args], env=env, capture_output=True,
+                            timeout=300, cwd=tmp_path)  # fmt: skip
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    before = records(seen)
+    # Validation (and last.ckpt) after every 2 batches: the kill at batch 4 of epoch 1 follows the one after batch 3.
+    assert Counter(e for e, _ in before) == {0: 40, 1: 16}
+    last = tmp_path / "stream" / "version_0" / "checkpoints" / "last.ckpt"
+    main([*args, f"--ckpt_path={last}"], callbacks=[RecordSamples(seen)])
+    after = records(seen)[len(before) :]
+    assert {e for e, _ in after} == {1}
+    epoch_1 = [h for e, h in before + after if e == 1]
+    assert len(epoch_1) == len(set(epoch_1)) == 40  # every train sample once: none replayed, none skipped
