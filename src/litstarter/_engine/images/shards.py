@@ -44,7 +44,7 @@ def _bucket_key(url: str) -> tuple[str, str]:
 
 
 def _s3():
-    import boto3  # the [streaming] extra installs it; endpoint and credentials from the environment
+    import boto3  # installed with LitData for s3://; the endpoint and credentials come from the environment
 
     return boto3.client("s3")
 
