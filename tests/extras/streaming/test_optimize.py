@@ -22,14 +22,15 @@ from tests.extras.streaming.conftest import folder_args, optimize
 from tests.helpers import DEFAULT_CONFIG, REPO
 
 
-def stream_eval_view(output: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """Every image of a shard split in its stored order, through the streaming module's eval view."""
+def stream_eval_view(output: Path | str, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every image of a shard split (of a folder or an ``s3://`` prefix) in its stored order, through the streaming
+    module's eval view."""
     from litdata import StreamingDataLoader
 
     from litstarter.data.streaming_dataset import ImageBatch, StreamingImages
 
     data = StreamingDataModule(str(output), num_workers=0)
-    loader = StreamingDataLoader(StreamingImages(str(output / split)), batch_size=16,
+    loader = StreamingDataLoader(StreamingImages(f"{output}/{split}"), batch_size=16,
                                  collate_fn=ImageBatch(data.image_size))  # fmt: skip
     images, labels = zip(*loader, strict=True)
     return torch.cat(images).numpy(), torch.cat(labels).numpy()
