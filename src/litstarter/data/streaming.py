@@ -18,7 +18,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from torchvision.transforms import v2
 
 from litstarter._engine.cores import auto_num_workers
-from litstarter._engine.errors import UsageError
+from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.shards import SHARDS_MANIFEST, is_remote, join, manifest_problem, read_manifest
 from litstarter.data.augmentation import FastAugmentation, describe
 
@@ -148,3 +148,10 @@ class StreamingDataModule(L.LightningDataModule):
     def state_dict(self) -> dict:
         """Saved in checkpoints: ``class_to_idx``, so a checkpoint knows its classes' names."""
         return {"class_to_idx": {name: i for i, name in enumerate(self.class_names)}}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """On resume, refuse shards whose classes differ from the checkpoint's."""
+        saved = state_dict.get("class_to_idx")
+        if saved is not None and list(saved) != self.class_names:
+            raise BadInputError(f"the checkpoint was trained on classes {list(saved)} but data.root '{self.root}' has"
+                                f" {self.class_names}")  # fmt: skip

@@ -114,9 +114,10 @@ def main(argv: list[str]) -> int:
         return 0
     options, fit_args = split_options(argv)
     output, started = options["output"], time.perf_counter()
-    existing = None if is_empty(output) else read_manifest(output)
+    empty = is_empty(output)
+    existing = None if empty else read_manifest(output)
     refusal = f"--output {output} is not empty; pass --overwrite to replace what it holds"
-    if not is_empty(output) and existing is None and not options["overwrite"]:
+    if not empty and existing is None and not options["overwrite"]:
         raise UsageError(refusal)  # before any work: nothing of ours is there
     datamodule = fit_data_module(fit_args)
     show_progress_lines()
