@@ -94,3 +94,23 @@ def test_a_mid_epoch_resume_sees_every_sample_of_the_epoch_once(converted, tmp_p
     assert {e for e, _ in after} == {1}
     epoch_1 = [h for e, h in before + after if e == 1]
     assert len(epoch_1) == len(set(epoch_1)) == 40  # every train sample once: none replayed, none skipped
+
+
+def test_two_ranks_stream_disjoint_shares_of_equal_steps_that_cover_the_split(converted, monkeypatch) -> None:
+    """Two DDP ranks, simulated in this process (LitData reads its rank from ``_DistributedEnv.detect()``): not a
+    DDP fit, but the split the streaming module's train loader gives each rank."""
+    from litdata.streaming import dataset as litdata_dataset
+    from litdata.utilities.env import _DistributedEnv
+
+    shares, steps = [], []
+    for rank in (0, 1):
+        env = _DistributedEnv(world_size=2, global_rank=rank, num_nodes=1)
+        monkeypatch.setattr(litdata_dataset._DistributedEnv, "detect", classmethod(lambda cls, env=env: env))
+        data = StreamingDataModule(str(converted["output"]), num_workers=0, batch_size=4, augmentation=None)
+        data.setup("fit")
+        batches = list(data.train_dataloader())
+        steps.append(len(batches))
+        shares.append([image.numpy().tobytes() for images, _ in batches for image in images])
+    assert steps[0] == steps[1] == 5
+    assert not set(shares[0]) & set(shares[1])
+    assert len(set(shares[0]) | set(shares[1])) == 40  # the whole train split, once
