@@ -82,6 +82,7 @@ class StreamingDataModule(L.LightningDataModule):
         self.num_workers = auto_num_workers() if num_workers is None else num_workers
         self.cache_dir, self.max_cache_size = cache_dir, max_cache_size
         self.train_set = self.val_set = self.test_set = None
+        self._train_loader, self._resume_position = None, None
 
     @property
     def num_classes(self) -> int:
@@ -122,8 +123,13 @@ class StreamingDataModule(L.LightningDataModule):
         )  # fmt: skip
 
     def train_dataloader(self):
-        """LitData's ``StreamingDataLoader`` itself (Lightning saves and restores its state), shuffled, augmented."""
-        return self._loader(self.train_set, self.augmentation)
+        """LitData's ``StreamingDataLoader`` itself (Lightning saves its state), shuffled, augmented; on resume, at
+        the position the checkpoint saved (see :meth:`load_state_dict`)."""
+        self._train_loader = self._loader(self.train_set, self.augmentation)
+        if self._resume_position is not None:
+            self._train_loader.load_state_dict(self._resume_position)
+            self._resume_position = None
+        return self._train_loader
 
     def val_dataloader(self):
         """In order, the eval view."""
@@ -146,12 +152,21 @@ class StreamingDataModule(L.LightningDataModule):
         return list(self.manifest["mean"]), list(self.manifest["std"])
 
     def state_dict(self) -> dict:
-        """Saved in checkpoints: ``class_to_idx``, so a checkpoint knows its classes' names."""
-        return {"class_to_idx": {name: i for i, name in enumerate(self.class_names)}}
+        """Saved in checkpoints: ``class_to_idx``, so a checkpoint knows its classes' names, and the train loader's
+        position (LitData's ``state_dict``: epoch and samples yielded)."""
+        state = {"class_to_idx": {name: i for i, name in enumerate(self.class_names)}}
+        if self._train_loader is not None:
+            state["train_loader"] = self._train_loader.state_dict()
+        return state
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """On resume, refuse shards whose classes differ from the checkpoint's."""
+        """On resume, refuse shards whose classes differ from the checkpoint's, and keep the loader's position for
+        :meth:`train_dataloader`. Lightning restores a Stateful train loader itself only if it builds the loader
+        after restoring its loops, but the task's ``configure_optimizers`` reads
+        ``trainer.estimated_stepping_batches``, which builds it before (Lightning 2.6): the position would be lost and
+        the epoch restarted. The data module's own state is restored before either."""
         saved = state_dict.get("class_to_idx")
         if saved is not None and list(saved) != self.class_names:
             raise BadInputError(f"the checkpoint was trained on classes {list(saved)} but data.root '{self.root}' has"
                                 f" {self.class_names}")  # fmt: skip
+        self._resume_position = state_dict.get("train_loader")
