@@ -153,3 +153,17 @@ def test_digits_and_a_labels_csv_convert_through_their_data_modules(converted, t
     assert {s: v["count"] for s, v in manifest["splits"].items()} == {"train": 36, "val": 12}
     assert manifest["params"]["layout"] == "labels"
     assert StreamingDataModule(str(tmp_path / "csv")).test_split == "val"
+
+
+def test_data_it_cannot_convert_is_refused_in_one_line(converted, tmp_path: Path, capsys) -> None:
+    shards = ["--config", str(DEFAULT_CONFIG), "--data", "litstarter.data.StreamingDataModule",
+              f"--data.root={converted['output']}"]  # fmt: skip
+    files = sorted(p.relative_to(converted["root"]) for p in converted["root"].rglob("*.*"))
+    (tmp_path / "tags.csv").write_text("path,labels\n" + "".join(f"{p},{p.parent.name};x\n" for p in files))
+    tags = folder_args(converted["root"], tmp_path / "cache", "--data.labels", str(tmp_path / "tags.csv"))
+    for args, named in ((shards, "StreamingDataModule"), (tags, "multi-label")):
+        assert optimize([*args, "--output", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        errors = [line for line in err.splitlines() if ": error: " in line]  # beside the cache's own log lines
+        assert len(errors) == 1 and named in errors[0] and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()

@@ -23,7 +23,14 @@ from litstarter._engine.errors import UsageError
 from litstarter._engine.images.shards import SHARDS_VERSION, manifest_problem, read_manifest
 from litstarter.cli import LitStarterCLI, fill_in_backbone_resize, interpolation_of, resize_size_of
 from litstarter.extras.streaming.convert import is_empty, write_shards
-from litstarter.extras.streaming.samples import Split, fingerprint, read_splits, source_params, split_description
+from litstarter.extras.streaming.samples import (
+    Split,
+    check_convertible,
+    fingerprint,
+    read_splits,
+    source_params,
+    split_description,
+)
 from litstarter.task import ImageClassifier
 
 USAGE = __doc__.split("\n\n")[1]
@@ -121,6 +128,7 @@ def main(argv: list[str]) -> int:
         raise UsageError(refusal)  # before any work: nothing of ours is there
     datamodule = fit_data_module(fit_args)
     show_progress_lines()
+    check_convertible(datamodule)  # before the cache is built
     datamodule.prepare_data()
     datamodule.setup("fit")
     splits = read_splits(datamodule)

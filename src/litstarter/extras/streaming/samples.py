@@ -52,14 +52,21 @@ def _ids(datamodule: ArrayDataModule, split: str, n: int) -> list[str]:
     return [f"{split}/{i}" for i in range(n)]
 
 
-def read_splits(datamodule: ArrayDataModule) -> dict[str, Split]:
-    """Every non-empty split of a data module (after ``prepare_data`` and ``setup``), in its own order.
-
-    Raises:
-        UsageError: multi-label data (one label per sample is what the shards hold).
-    """
+def check_convertible(datamodule) -> None:
+    """Refuse, in one line, data that ``optimize`` cannot write: splits that are not arrays (shards already), or
+    multi-label data (one label per sample is what the shards hold)."""
+    if not isinstance(datamodule, ArrayDataModule):
+        raise UsageError(
+            f"litstarter optimize converts data modules with array splits (ImageFolderDataModule, DigitsDataModule);"
+            f" data.class_path is {type(datamodule).__name__}"
+        )
     if getattr(datamodule, "task", "single_label") != "single_label":
         raise UsageError("litstarter optimize writes single-label data; data.labels is multi-label")
+
+
+def read_splits(datamodule: ArrayDataModule) -> dict[str, Split]:
+    """Every non-empty split of a data module (after ``prepare_data`` and ``setup``), in its own order."""
+    check_convertible(datamodule)
     found = {}
     for split in SPLITS:
         dataset = getattr(datamodule, f"{split}_set", None)
