@@ -10,7 +10,11 @@ from pathlib import Path
 import lightning as L
 import pytest
 
-from litstarter.data import DigitsDataModule, ImageFolderDataModule
+from litstarter.data import (
+    DigitsDataModule,
+    ImageFolderDataModule,
+    StreamingDataModule,  # extra: streaming
+)
 from litstarter.task import ImageClassifier
 from tests.helpers import REPO
 
@@ -72,6 +76,7 @@ RECIPES = _tables(REPO / "docs" / "recipes.md", "practice")
 SIGNATURES = {
     "model": set(inspect.signature(ImageClassifier).parameters),
     "data": set(inspect.signature(ImageFolderDataModule).parameters)
+    | set(inspect.signature(StreamingDataModule).parameters)  # extra: streaming
     | set(inspect.signature(DigitsDataModule).parameters),
     "trainer": set(inspect.signature(L.Trainer).parameters),
 }

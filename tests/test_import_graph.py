@@ -38,11 +38,13 @@ EXTRA_USES: dict[str, set[str]] = {
 # targets in the dataset and the image-folder module (the multi-label task module itself is counted apart); +3
 # where both landed in task.py's signature and docstring. +37: a timm backbone's resize respected: the CLI fills
 # data.interpolation / data.crop_pct from its pretrained config and links the filter into the model (+29), the
-# image-folder module's two arguments (+7) and the task's interpolation argument (+1).
-TRAINING_PATH_BUDGET = 2440
+# image-folder module's two arguments (+7) and the task's interpolation argument (+1). +2: data.StreamingDataModule's
+# export (the module and its dataset are counted apart: an optional data source, deleted with the streaming extra).
+TRAINING_PATH_BUDGET = 2442
 #: Backbone families beyond the default ``small_cnn`` and the second task (multi-label): project code an owner may
 #: edit, counted apart from the single-label budget.
 COUNTED_APART = ("models.torchvision_backbones", "models.timm_backbones", "models.timm_data_config", "multilabel_task")
+COUNTED_APART += ("data.streaming", "data.streaming_dataset")  # extra: streaming
 #: Modules at the top of the package (besides ``__init__``).
 TOP_LEVEL_MODULES = 8
 

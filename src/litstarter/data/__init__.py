@@ -6,6 +6,8 @@ from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.digits import DigitsDataModule
 from litstarter.data.image_folder import ImageFolderDataModule
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler, SeedEachItem
+from litstarter.data.streaming import StreamingDataModule  # extra: streaming
 
 __all__ = ["ArrayDataModule", "ArrayImageDataset", "DigitsDataModule", "FastAugmentation", "ImageFolderDataModule"]
 __all__ += ["BalancedBatchSampler", "ClassWeightedSampler", "EpochShuffleSampler", "SeedEachItem"]
+__all__ += ["StreamingDataModule"]  # extra: streaming

@@ -1,0 +1,172 @@
+"""Training from LitData shards (``litstarter optimize``'s output) on a local disk or object storage, resumable.
+
+The shards hold what the image-folder cache holds (uint8 images at ``resize_size``, labels, sample ids) and
+``shards.json`` what the model is built from, so the links, the augmentation and the eval view are the image
+folder's. The train loader is LitData's ``StreamingDataLoader`` itself: Lightning saves its state in every
+checkpoint, so a resume from a mid-epoch checkpoint continues with the next batch. ``litdata`` is imported only
+when this module sets up (the ``[streaming]`` extra installs it).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import lightning as L
+import numpy as np
+from jsonargparse import lazy_instance
+from lightning.pytorch.utilities import rank_zero_info
+from torchvision.transforms import v2
+
+from litstarter._engine.cores import auto_num_workers
+from litstarter._engine.errors import BadInputError, UsageError
+from litstarter._engine.images.shards import SHARDS_MANIFEST, is_remote, join, manifest_problem, read_manifest
+from litstarter.data.augmentation import FastAugmentation, describe
+
+
+class StreamingDataModule(L.LightningDataModule):
+    """Shards written by ``litstarter optimize``: ``root/{train,val[,test]}/`` beside ``root/shards.json``.
+
+    Args:
+        root: The shard folder, or an ``s3://bucket/prefix`` (credentials and ``AWS_ENDPOINT_URL`` from the
+            environment, as boto3 reads them).
+        augmentation: Random training augmentation (as the image folder's); ``null`` turns it off.
+        batch_size: Samples per batch per device.
+        num_workers: Loader worker processes (LitData starts them by spawn); ``null``: about half the cores.
+        seed: Seed for LitData's shuffle and every sample's augmentation.
+        sampler: ``none`` only: a stream has no sampler (shuffling is LitData's, by chunk); for imbalance use
+            ``model.class_weights: auto`` (the class counts are in ``shards.json``).
+        drop_last: Drop the train samples that do not fill a batch on every rank (``null``: LitData's choice,
+            which is to drop under DDP so that every rank runs the same number of steps).
+        cache_dir: Where chunks streamed from object storage are cached; ``null``: LitData's default.
+        max_cache_size: The size that cache may reach (``"50GB"``).
+    """
+
+    def __init__(
+        self,
+        root: str,
+        augmentation: v2.Transform | None = lazy_instance(FastAugmentation),
+        batch_size: int = 64,
+        num_workers: int | None = None,
+        seed: int = 42,
+        sampler: Literal["none", "weighted", "balanced"] = "none",
+        drop_last: bool | None = None,
+        cache_dir: str | None = None,
+        max_cache_size: str = "50GB",
+    ) -> None:
+        super().__init__()
+        if sampler != "none":
+            raise UsageError(
+                f"data.sampler {sampler!r} cannot apply to a stream (LitData shuffles chunk by chunk); use"
+                " data.sampler none with model.class_weights auto"
+            )
+        if batch_size < 1:
+            raise UsageError(f"data.batch_size must be >= 1, got {batch_size}")
+        self.root = root if is_remote(root) else str(root).rstrip("/")
+        manifest = read_manifest(self.root)
+        if manifest is None:
+            raise UsageError(
+                f"data.root '{root}' has no {SHARDS_MANIFEST}: not a finished `litstarter optimize` output (a killed"
+                f" conversion leaves none); run litstarter optimize --output {root}"
+            )
+        problem = manifest_problem(manifest)
+        if problem is not None:
+            raise UsageError(f"data.root '{root}': {SHARDS_MANIFEST} cannot be read ({problem}); run optimize again")
+        self.manifest = manifest
+        # The facts the model is built from (see litstarter.data.base), as the image folder gives them.
+        self.class_names = list(manifest["class_names"])
+        self.channels = int(manifest["channels"])
+        self.image_size = tuple(manifest["image_size"])
+        self.resize_size = tuple(manifest["resize_size"])
+        self.interpolation = manifest.get("interpolation", "bilinear")
+        self.augmentation, self.batch_size, self.seed, self.drop_last = augmentation, batch_size, seed, drop_last
+        self.num_workers = auto_num_workers() if num_workers is None else num_workers
+        self.cache_dir, self.max_cache_size = cache_dir, max_cache_size
+        self.train_set = self.val_set = self.test_set = None
+        self._train_loader, self._resume_position = None, None
+
+    @property
+    def num_classes(self) -> int:
+        """Number of classes, linked into ``model.num_classes`` by the CLI."""
+        return len(self.class_names)
+
+    @property
+    def test_split(self) -> str:
+        """The split that ``test`` evaluates: ``test``, or ``val`` when the shards have no test split."""
+        return "test" if "test" in self.manifest["splits"] else "val"
+
+    def _split(self, name: str, shuffle: bool = False):
+        from litstarter.data.streaming_dataset import StreamingImages  # needs litdata: only now
+
+        where = join(self.root, name)
+        cache_dir = None if self.cache_dir is None else join(self.cache_dir, name)
+        return StreamingImages(where, self.seed, shuffle, self.drop_last if shuffle else False, cache_dir,
+                               self.max_cache_size)  # fmt: skip
+
+    def setup(self, stage: str | None = None) -> None:
+        """Open the splits (nothing is read until the loaders stream)."""
+        if self.train_set is not None:
+            return
+        rank_zero_info(f"data: streaming {self.root}: {self.manifest.get('split_description', '')}")
+        rank_zero_info(f"data: training augmentation: {describe(self.augmentation)}")
+        self.train_set, self.val_set = self._split("train", shuffle=True), self._split("val")
+        self.test_set = self._split("test") if "test" in self.manifest["splits"] else None
+
+    def _loader(self, dataset, augmentation: v2.Transform | None):
+        from litdata import StreamingDataLoader
+
+        from litstarter.data.streaming_dataset import ImageBatch
+
+        on_accelerator = self.trainer is not None and type(self.trainer.accelerator).__name__ != "CPUAccelerator"
+        return StreamingDataLoader(
+            dataset, batch_size=self.batch_size, num_workers=self.num_workers, pin_memory=on_accelerator,
+            collate_fn=ImageBatch(self.image_size, augmentation),
+        )  # fmt: skip
+
+    def train_dataloader(self):
+        """LitData's ``StreamingDataLoader`` itself (Lightning saves its state), shuffled, augmented; on resume, at
+        the position the checkpoint saved (see :meth:`load_state_dict`)."""
+        self._train_loader = self._loader(self.train_set, self.augmentation)
+        if self._resume_position is not None:
+            self._train_loader.load_state_dict(self._resume_position)
+            self._resume_position = None
+        return self._train_loader
+
+    def val_dataloader(self):
+        """In order, the eval view."""
+        return self._loader(self.val_set, None)
+
+    def test_dataloader(self):
+        """The test split in order; without one, the val split."""
+        return self._loader(self.test_set if self.test_set is not None else self.val_set, None)
+
+    def predict_dataloader(self):
+        """As ``test_dataloader``."""
+        return self.test_dataloader()
+
+    def class_counts(self) -> np.ndarray:
+        """Training samples per class, ``(num_classes,)``, from ``shards.json`` (for ``class_weights: auto``)."""
+        return np.asarray(self.manifest["class_counts"], dtype=np.int64)
+
+    def normalization(self) -> tuple[list[float], list[float]]:
+        """The train split's per-channel ``(mean, std)``, as the image folder's cache computed it."""
+        return list(self.manifest["mean"]), list(self.manifest["std"])
+
+    def state_dict(self) -> dict:
+        """Saved in checkpoints: ``class_to_idx``, so a checkpoint knows its classes' names, and the train loader's
+        position (LitData's ``state_dict``: epoch and samples yielded)."""
+        state = {"class_to_idx": {name: i for i, name in enumerate(self.class_names)}}
+        if self._train_loader is not None:
+            state["train_loader"] = self._train_loader.state_dict()
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """On resume, refuse shards whose classes differ from the checkpoint's, and keep the loader's position for
+        :meth:`train_dataloader`. Lightning restores a Stateful train loader itself only if it builds the loader
+        after restoring its loops, but the task's ``configure_optimizers`` reads
+        ``trainer.estimated_stepping_batches``, which builds it before (Lightning 2.6): the position would be lost and
+        the epoch restarted. The data module's own state is restored before either."""
+        saved = state_dict.get("class_to_idx")
+        if saved is not None and list(saved) != self.class_names:
+            raise BadInputError(f"the checkpoint was trained on classes {list(saved)} but data.root '{self.root}' has"
+                                f" {self.class_names}")  # fmt: skip
+        self._resume_position = state_dict.get("train_loader")

@@ -1,0 +1,65 @@
+"""A split of LitData shards as ``(image, label, seed)`` items, and the collate that makes the eval or training view.
+
+Imported only when a :class:`~litstarter.data.streaming.StreamingDataModule` sets up (it needs ``litdata``). Both
+classes live at module level: LitData's loader workers start by spawn and unpickle them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from litdata import StreamingDataset
+from torchvision.transforms import v2
+
+from litstarter._engine.images.crop import center_crop_or_resize
+from litstarter.data.augmentation import augment
+
+
+class StreamingImages(StreamingDataset):
+    """A ``litstarter optimize`` split: each item ``((C, H, W) uint8, label, seed)``, the seed a function of
+    ``(seed, epoch, sample index)`` alone, so a sample's augmentation is the same in every run, in every worker and
+    on a mid-epoch resume, whatever the order LitData streams it in.
+
+    Args:
+        input_dir: The split's folder or URL (``<root>/train``).
+        seed: Base seed: LitData's shuffle and every sample's augmentation seed.
+        shuffle: Shuffle (chunks, then samples within them) every epoch; the train split only.
+        drop_last: LitData's: drop the samples that would make the ranks' step counts differ.
+        cache_dir: Where remote chunks are cached while streaming; ``None``: LitData's default.
+        max_cache_size: The cache's size limit (``"50GB"``).
+    """
+
+    def __init__(
+        self, input_dir: str, seed: int = 42, shuffle: bool = False, drop_last: bool | None = None,
+        cache_dir: str | None = None, max_cache_size: str = "50GB",
+    ) -> None:  # fmt: skip
+        super().__init__(input_dir, cache_dir, shuffle=shuffle, drop_last=drop_last, seed=seed,
+                         max_cache_size=max_cache_size)  # fmt: skip
+        self.sample_seed = seed
+
+    def __getitem__(self, index) -> tuple[np.ndarray, int, int]:
+        item = super().__getitem__(index)
+        seed = np.random.default_rng([self.sample_seed, self.current_epoch, item["index"]]).integers(0, 2**62)
+        return np.asarray(item["image"]), int(item["label"]), int(seed)
+
+
+class ImageBatch:
+    """The loader's ``collate_fn``: stack a batch, then the training view (``augmentation``, per-sample seeds) or
+    the eval view (centre crop), by the same functions as the array dataset's. Returns ``(images (B, C, h, w)
+    uint8, labels (B,) int64)``.
+
+    Args:
+        size: Output ``(h, w)``: the data's ``image_size``.
+        augmentation: Random augmentation; ``None`` for the eval view.
+    """
+
+    def __init__(self, size: tuple[int, int], augmentation: v2.Transform | None = None) -> None:
+        self.size = tuple(size)
+        self.augmentation = augmentation
+
+    def __call__(self, items: list[tuple[np.ndarray, int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        images = torch.from_numpy(np.stack([image for image, _, _ in items]))  # (B, C, H, W) uint8
+        labels = torch.tensor([label for _, label, _ in items], dtype=torch.int64)  # (B,)
+        if self.augmentation is None:
+            return center_crop_or_resize(images, self.size), labels
+        return augment(images, self.size, self.augmentation, [seed for _, _, seed in items]), labels

@@ -1,0 +1,112 @@
+"""What a data module's splits hold, as ``optimize`` writes them: its own arrays, labels and stable sample ids.
+
+Nothing here lists, splits or decodes: the data module does that as ``fit`` would (the image folder through its
+cache, so the shards hold the cache's resized uint8 images byte for byte), and this reads its splits back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from litstarter._engine.errors import UsageError
+from litstarter._engine.images.classes import relabel
+from litstarter._engine.images.shards import SHARDS_VERSION
+from litstarter.data import ArrayDataModule, DigitsDataModule, ImageFolderDataModule
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class Split:
+    """One split as it goes into shards.
+
+    Args:
+        images: ``(N, C, H, W)`` uint8 (the cache's memory map, or an array in RAM).
+        labels: ``(N,)`` class indices.
+        ids: A stable id per sample: the file's path under ``data.root``, or ``load_digits/<index>``.
+    """
+
+    images: np.ndarray
+    labels: np.ndarray
+    ids: list[str]
+
+
+def sample(index: int, images: np.ndarray, labels: np.ndarray, ids: list[str]) -> dict:
+    """Sample ``index`` as LitData stores it: ``{"image": (C, H, W) uint8, "label", "id", "index"}``."""
+    return {"image": np.ascontiguousarray(images[index]), "label": int(labels[index]), "id": ids[index], "index": index}
+
+
+def _ids(datamodule: ArrayDataModule, split: str, n: int) -> list[str]:
+    if isinstance(datamodule, ImageFolderDataModule):
+        return [str(path) for path in datamodule.load_cache().column(split, "path")]
+    if isinstance(datamodule, DigitsDataModule):
+        from sklearn.datasets import load_digits
+
+        index = datamodule.split_indices()[split]
+        keep, _ = relabel(load_digits().target[index], datamodule.all_class_names, datamodule.class_names)
+        return [f"load_digits/{i}" for i in index[keep]]
+    return [f"{split}/{i}" for i in range(n)]
+
+
+def check_convertible(datamodule) -> None:
+    """Refuse, in one line, data that ``optimize`` cannot write: splits that are not arrays (shards already), or
+    multi-label data (one label per sample is what the shards hold)."""
+    if not isinstance(datamodule, ArrayDataModule):
+        raise UsageError(
+            f"litstarter optimize converts data modules with array splits (ImageFolderDataModule, DigitsDataModule);"
+            f" data.class_path is {type(datamodule).__name__}"
+        )
+    if getattr(datamodule, "task", "single_label") != "single_label":
+        raise UsageError("litstarter optimize writes single-label data; data.labels is multi-label")
+
+
+def read_splits(datamodule: ArrayDataModule) -> dict[str, Split]:
+    """Every non-empty split of a data module (after ``prepare_data`` and ``setup``), in its own order."""
+    check_convertible(datamodule)
+    found = {}
+    for split in SPLITS:
+        dataset = getattr(datamodule, f"{split}_set", None)
+        if dataset is not None and len(dataset):
+            found[split] = Split(dataset.images, dataset.labels, _ids(datamodule, split, len(dataset)))
+    return found
+
+
+def source_params(datamodule: ArrayDataModule) -> dict:
+    """The preprocessing parameters that decide what the shards hold (recorded in ``shards.json``)."""
+    kind = f"{type(datamodule).__module__}.{type(datamodule).__qualname__}"
+    if isinstance(datamodule, ImageFolderDataModule):
+        return {"data": kind, **datamodule.folder.cache_params(), "interpolation": datamodule.interpolation}
+    if isinstance(datamodule, DigitsDataModule):
+        keys = ("val_fraction", "test_fraction", "seed", "split_file")
+        return {"data": kind, **{key: getattr(datamodule, key) for key in keys}}
+    return {"data": kind}
+
+
+def split_description(datamodule: ArrayDataModule, splits: dict[str, Split]) -> str:
+    """Where each split came from, in the line a fit prints (the image folder's layout line)."""
+    counts = {split: len(s.ids) for split, s in splits.items()}
+    if isinstance(datamodule, ImageFolderDataModule):
+        return datamodule.folder.listing().summary(counts)
+    return f"data: {type(datamodule).__name__}; " + ", ".join(f"{s} {n}" for s, n in counts.items())
+
+
+def fingerprint(datamodule: ArrayDataModule, params: dict, splits: dict[str, Split]) -> str:
+    """A digest of everything the shards would hold: equal digests, equal shards (a re-run skips the work).
+
+    An image folder's pixels are covered by its cache manifest's digest (checksums of every block, and the
+    listing of every file with its size, times and inode: the cache's own change rules); other arrays are hashed.
+    """
+    digest = hashlib.sha256(json.dumps([SHARDS_VERSION, params, datamodule.class_names], sort_keys=True).encode())
+    cache = getattr(datamodule, "cache", None)
+    for split, s in splits.items():
+        digest.update(f"\0{split}\0{json.dumps(s.ids)}".encode("utf-8", "surrogateescape"))
+        digest.update(np.ascontiguousarray(s.labels).tobytes())
+        if cache is None:
+            digest.update(np.ascontiguousarray(np.asarray(s.images)).tobytes())
+    if cache is not None:
+        digest.update(str(cache.manifest["digest"]).encode())
+    return digest.hexdigest()
