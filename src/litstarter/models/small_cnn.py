@@ -68,15 +68,11 @@ class AvgMaxPool(nn.Module):
 
 
 def make_pool(pool: str) -> tuple[nn.Module, int]:
-    """The global pooling named ``pool`` (``"avg"``, ``"max"``, ``"avgmax"``) and how many features it gives per
-    channel."""
-    if pool == "avg":
-        return nn.AdaptiveAvgPool2d(1), 1
-    if pool == "max":
-        return nn.AdaptiveMaxPool2d(1), 1
-    if pool == "avgmax":
-        return AvgMaxPool(), 2
-    raise UsageError(f"small_cnn pool must be 'avg', 'max' or 'avgmax'; got {pool!r}")
+    """The global pooling named ``pool`` and how many features it gives per channel."""
+    pools = {"avg": (nn.AdaptiveAvgPool2d(1), 1), "max": (nn.AdaptiveMaxPool2d(1), 1), "avgmax": (AvgMaxPool(), 2)}
+    if pool not in pools:
+        raise UsageError(f"small_cnn pool must be 'avg', 'max' or 'avgmax'; got {pool!r}")
+    return pools[pool]
 
 
 class SmallCNN(nn.Module):
