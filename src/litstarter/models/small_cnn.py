@@ -58,7 +58,7 @@ def make_stem(in_channels: int, width: int, factor: int) -> nn.Sequential:
     return layers
 
 
-class AvgMaxPool(nn.Module):
+class CatAvgMaxPool(nn.Module):
     """Global average and global max pooling side by side, ``(B, C, H, W)`` -> ``(B, 2C, 1, 1)``: the average says
     how much of the image holds a pattern, the max whether any place does (a small object in a large image)."""
 
@@ -68,10 +68,14 @@ class AvgMaxPool(nn.Module):
 
 
 def make_pool(pool: str) -> tuple[nn.Module, int]:
-    """The global pooling named ``pool`` and how many features it gives per channel."""
-    pools = {"avg": (nn.AdaptiveAvgPool2d(1), 1), "max": (nn.AdaptiveMaxPool2d(1), 1), "avgmax": (AvgMaxPool(), 2)}
+    """The global pooling named ``pool`` (timm's names) and how many features it gives per channel."""
+    pools = {
+        "avg": (nn.AdaptiveAvgPool2d(1), 1),
+        "max": (nn.AdaptiveMaxPool2d(1), 1),
+        "catavgmax": (CatAvgMaxPool(), 2),
+    }
     if pool not in pools:
-        raise UsageError(f"small_cnn pool must be 'avg', 'max' or 'avgmax'; got {pool!r}")
+        raise UsageError(f"small_cnn global_pool must be 'avg', 'max' or 'catavgmax'; got {pool!r}")
     return pools[pool]
 
 
@@ -85,7 +89,7 @@ class SmallCNN(nn.Module):
         stem: Downsampling of the first layer: 1 (none), 2, 4.
         standardize: Standardise each image per channel first (:func:`standardize_per_image`); ``"both"``: feed the
             raw channels and the standardised ones side by side.
-        pool: The global pooling: ``"avg"``, ``"max"`` or ``"avgmax"`` (both, twice the features).
+        global_pool: The global pooling: ``"avg"``, ``"max"`` or ``"catavgmax"`` (both, twice the features).
     """
 
     def __init__(
@@ -94,7 +98,7 @@ class SmallCNN(nn.Module):
         widths: tuple[int, ...] = (32, 64, 128),
         stem: int = 1,
         standardize: bool | Literal["both"] = False,
-        pool: Literal["avg", "max", "avgmax"] = "avg",
+        global_pool: Literal["avg", "max", "catavgmax"] = "avg",
     ) -> None:
         super().__init__()
         self.standardize = standardize
@@ -110,7 +114,7 @@ class SmallCNN(nn.Module):
             prev = width
         # A ModuleList of stages, not one Sequential: activation checkpointing works per stage.
         self.stages = nn.ModuleList(stages)
-        self.pool, per_channel = make_pool(pool)
+        self.pool, per_channel = make_pool(global_pool)
         self.num_features = prev * per_channel
         self.grad_checkpointing = False
         self.reset_parameters()
@@ -155,7 +159,7 @@ def small_cnn(
     stem: int | Literal["auto"] = "auto",
     image_size: Sequence[int] | None = None,
     standardize: bool | Literal["auto", "both"] = "auto",
-    pool: Literal["avg", "max", "avgmax"] = "avg",
+    global_pool: Literal["avg", "max", "catavgmax"] = "avg",
 ) -> SmallCNN:
     """The template's default backbone (about 0.3 M parameters with the default widths).
 
@@ -169,12 +173,15 @@ def small_cnn(
             colours, whatever each photo's exposure and white balance. ``"both"``: the raw and the standardised
             channels side by side, for the network to use either (a photo's colour or exposure may be the class).
             ``"auto"``: ``"both"`` above 16 px (photos), off for the 8x8 digits.
-        pool: The global pooling after the last stage: ``"avg"``; ``"max"``, or ``"avgmax"`` (both side by side,
-            twice the features), for small objects in a larger image, where an average dilutes them.
+        global_pool: The global pooling after the last stage (timm's argument and names): ``"avg"``; ``"max"``, or
+            ``"catavgmax"`` (both side by side, twice the features), for small objects in a larger image, where an
+            average dilutes them.
     """
     factor = stem_factor(image_size) if stem == "auto" else int(stem)
     if standardize == "auto":
         photo = image_size is not None and min(int(s) for s in image_size) > STEM_ABOVE
         standardize = "both" if photo else False
     standardize = standardize if standardize == "both" else bool(standardize)
-    return SmallCNN(in_channels=in_channels, widths=widths, stem=factor, standardize=standardize, pool=pool)
+    return SmallCNN(
+        in_channels=in_channels, widths=widths, stem=factor, standardize=standardize, global_pool=global_pool
+    )

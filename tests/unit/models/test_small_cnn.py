@@ -112,22 +112,22 @@ def test_standardized_network_ignores_exposure_contrast_and_colour_cast_but_sees
 
 def test_max_pooling_keeps_a_small_pattern_that_the_average_dilutes() -> None:
     """The same feature map pooled three ways: one hot 2x2 patch in a 6x6 map is 1/9 of the average but all of the
-    max, and ``avgmax`` gives both side by side (twice the features)."""
+    max, and ``catavgmax`` gives both side by side (twice the features)."""
     torch.manual_seed(0)
     widths = {}
-    for pool in ("avg", "max", "avgmax"):
-        backbone = create_backbone("small_cnn", in_channels=3, image_size=(48, 48), pool=pool)
+    for pool in ("avg", "max", "catavgmax"):
+        backbone = create_backbone("small_cnn", in_channels=3, image_size=(48, 48), global_pool=pool)
         widths[pool] = backbone.num_features
         assert backbone(torch.randn(2, 3, 48, 48)).shape == (2, backbone.num_features)
-    assert widths["avgmax"] == 2 * widths["avg"] == 2 * widths["max"]
+    assert widths["catavgmax"] == 2 * widths["avg"] == 2 * widths["max"]
     fmap = torch.zeros(1, 4, 6, 6)
     fmap[..., 2:4, 2:4] = 9.0
-    avg, peak = (create_backbone("small_cnn", pool=p).pool(fmap).flatten() for p in ("avg", "max"))
-    both = create_backbone("small_cnn", pool="avgmax").pool(fmap).flatten()
+    avg, peak = (create_backbone("small_cnn", global_pool=p).pool(fmap).flatten() for p in ("avg", "max"))
+    both = create_backbone("small_cnn", global_pool="catavgmax").pool(fmap).flatten()
     assert torch.allclose(avg, torch.ones(4)) and torch.allclose(peak, torch.full((4,), 9.0))
     assert torch.equal(both, torch.cat([avg, peak]))
 
 
 def test_small_cnn_rejects_a_pooling_it_does_not_have() -> None:
-    with pytest.raises(ValueError, match="small_cnn pool must be 'avg', 'max' or 'avgmax'; got 'mean'"):
-        create_backbone("small_cnn", pool="mean")
+    with pytest.raises(ValueError, match="small_cnn global_pool must be 'avg', 'max' or 'catavgmax'; got 'mean'"):
+        create_backbone("small_cnn", global_pool="mean")
