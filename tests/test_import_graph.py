@@ -41,8 +41,8 @@ EXTRA_USES: dict[str, set[str]] = {
 # image-folder module's two arguments (+7) and the task's interpolation argument (+1). +2: data.StreamingDataModule's
 # export (the module and its dataset are counted apart: an optional data source, deleted with the streaming extra).
 # +29: small_cnn's global_pool (avg, max or catavgmax, timm's names), which the multi-label experiment config
-# sets: an average dilutes a small object in a larger image.
-TRAINING_PATH_BUDGET = 2471
+# sets: an average dilutes a small object in a larger image; +6: a backbone argument its factory lacks is one line.
+TRAINING_PATH_BUDGET = 2477
 #: Backbone families beyond the default ``small_cnn`` and the second task (multi-label): project code an owner may
 #: edit, counted apart from the single-label budget.
 COUNTED_APART = ("models.torchvision_backbones", "models.timm_backbones", "models.timm_data_config", "multilabel_task")

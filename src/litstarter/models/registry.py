@@ -171,8 +171,14 @@ def create_backbone(
     check_weights(name, weights)
     if weights is not None:
         kwargs["weights"] = weights
-    if image_size is not None and "image_size" in inspect.signature(factory).parameters:
+    params = inspect.signature(factory).parameters
+    if image_size is not None and "image_size" in params:
         kwargs["image_size"] = tuple(image_size)
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(kwargs) - set(params))
+        if unknown:
+            takes = ", ".join(sorted(set(params) - {"in_channels", "image_size", "weights"})) or "none"
+            raise UsageError(f"model.backbone_kwargs: {name} takes no {', '.join(unknown)} (it takes: {takes})")
     backbone = factory(in_channels=in_channels, **kwargs)
     if not isinstance(getattr(backbone, "num_features", None), int):
         raise BackboneError(

@@ -5,6 +5,7 @@ Nothing downloads."""
 from __future__ import annotations
 
 import logging
+import re
 import urllib.error
 from pathlib import Path
 
@@ -121,3 +122,15 @@ def test_weights_file_of_another_architecture_or_a_checkpoint_is_a_clear_error(t
         create_backbone("resnet18", weights=str(checkpoint))
     with pytest.raises(UsageError, match="missing.pth"):
         create_backbone("resnet18", weights=str(tmp_path / "missing.pth"))
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "says"),
+    [
+        ("resnet18", {"global_pool": "catavgmax"}, "resnet18 takes no global_pool (it takes: none)"),
+        ("small_cnn", {"pool": "max"}, "small_cnn takes no pool (it takes: global_pool, standardize, stem, widths)"),
+    ],
+)
+def test_a_backbone_argument_the_factory_lacks_is_one_line_naming_it(name: str, kwargs: dict, says: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(f"model.backbone_kwargs: {says}")):
+        create_backbone(name, in_channels=3, **kwargs)
