@@ -41,6 +41,10 @@ class StreamingDataModule(L.LightningDataModule):
         max_cache_size: The size that cache may reach (``"50GB"``).
     """
 
+    #: Read by the engine's mid-epoch resume line: this module restores its loader's position itself (see
+    #: :meth:`load_state_dict`) and seeds every view by ``(seed, epoch, sample)``, so a resume continues exactly.
+    resumes_mid_epoch_exactly = True
+
     def __init__(
         self,
         root: str,

@@ -34,10 +34,10 @@ def stored_ids_by_view(output: Path) -> dict[str, str]:
 @pytest.mark.slow
 def test_a_ddp_fit_gives_the_ranks_disjoint_equal_shares_that_cover_the_split(converted, tmp_path: Path) -> None:
     probe = tmp_path / "probe"
+    record = "--trainer.callbacks+=tests.extras.streaming.recording.RecordRankViews"
     args = stream_fit_args(tmp_path, converted["output"], EPOCHS, "--trainer.strategy=ddp", "--trainer.devices=2",
                            "--trainer.accelerator=cpu", f"--data.batch_size={BATCH}", "--data.augmentation=null",
-                           "--test_after_fit=false", "--trainer.callbacks+=tests.extras.streaming.recording.RecordRankViews",
-                           f"--trainer.callbacks.out_dir={probe}")  # fmt: skip
+                           "--test_after_fit=false", record, f"--trainer.callbacks.out_dir={probe}")  # fmt: skip
     run_litstarter(args, timeout=240, env=launcher_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())))
     ids = stored_ids_by_view(converted["output"])
     per_rank = (len(ids) // BATCH) // 2  # LitData under DDP: whole batches only, as many on every rank

@@ -22,10 +22,11 @@ def common(save_dir: Path, name: str) -> list[str]:
     global generator, which the two loaders leave in different states): the order within a batch is then all that
     differs between the two loaders, and a mean over the batch does not depend on it (up to float rounding). With
     the default augmentation the views differ (the cache seeds a sample by its position in the epoch's order,
-    the shards by its stored index), and so would the metrics, by more than 4 test images can tell from noise."""
+    the shards by its stored index), and so would the metrics, by amounts that 4 test images cannot tell from noise."""
     return [f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.name={name}",
             "--trainer.max_epochs=3", "--data.init_args.num_workers=0", "--data.init_args.batch_size=40",
-            "--data.init_args.augmentation=null", "--model.dropout=0", "--baseline=false", "--trainer.enable_progress_bar=false"]  # fmt: skip
+            "--data.init_args.augmentation=null", "--model.dropout=0", "--baseline=false",
+            "--trainer.enable_progress_bar=false"]  # fmt: skip
 
 
 def final_test_metrics(save_dir: Path) -> dict[str, float]:
