@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from litstarter._engine.errors import UsageError
+from litstarter.data import StreamingDataModule
 from tests.extras.streaming.test_optimize import stream_eval_view
 from tests.extras.streaming.test_streaming_data import stream_fit_args
 from tests.helpers import free_port, launcher_env, run_litstarter
 
-# 40 train samples: 10 batches of 2 per rank, none dropped. LitData deals an eval split (4 samples here) unevenly when
-# it is no multiple of ranks x batch: the last rank takes the remainder, and rank 0 none at all below one batch per
-# rank, which Lightning refuses ("zero length"). A batch of 2 keeps val even; see the report on issue 32.
+# 40 train samples: 10 batches of 2 per rank, none dropped. The eval splits (4 samples each) allow batches of 2 at
+# most on 2 ranks (see the refusal's test below).
 EPOCHS, BATCH = 2, 2
 
 
@@ -52,3 +54,15 @@ def test_a_ddp_fit_gives_the_ranks_disjoint_equal_shares_that_cover_the_split(co
         assert len(set(shares[0]) | set(shares[1])) == len(ids) - len(ids) % (2 * BATCH), epoch
         orders.append(shares)
     assert orders[0] != orders[1]  # LitData reshuffles every epoch
+
+
+def test_an_eval_split_under_one_batch_per_rank_is_refused_in_one_line(converted) -> None:
+    """LitData deals whole batches to the ranks and the remainder to the last: 4 val samples in batches of 3 on 2
+    ranks leave rank 0 none, which Lightning refuses with a traceback ("zero length")."""
+    data = StreamingDataModule(str(converted["output"]), num_workers=0, batch_size=3)
+    data.trainer = SimpleNamespace(world_size=2)
+    with pytest.raises(UsageError, match=r"the val split has 4 samples.*2 ranks.*needs data.batch_size <= 2"):
+        data.setup("fit")
+    data = StreamingDataModule(str(converted["output"]), num_workers=0, batch_size=2)
+    data.trainer = SimpleNamespace(world_size=2)
+    data.setup("fit")  # 2 x 2 = 4: one batch each
