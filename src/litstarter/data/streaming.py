@@ -41,6 +41,10 @@ class StreamingDataModule(L.LightningDataModule):
         max_cache_size: The size that cache may reach (``"50GB"``).
     """
 
+    #: Read by the engine's mid-epoch resume line: this module restores its loader's position itself (see
+    #: :meth:`load_state_dict`) and seeds every view by ``(seed, epoch, sample)``, so a resume continues exactly.
+    resumes_mid_epoch_exactly = True
+
     def __init__(
         self,
         root: str,
@@ -106,10 +110,25 @@ class StreamingDataModule(L.LightningDataModule):
         """Open the splits (nothing is read until the loaders stream)."""
         if self.train_set is not None:
             return
+        self._check_eval_splits()
         rank_zero_info(f"data: streaming {self.root}: {self.manifest.get('split_description', '')}")
         rank_zero_info(f"data: training augmentation: {describe(self.augmentation)}")
         self.train_set, self.val_set = self._split("train", shuffle=True), self._split("val")
         self.test_set = self._split("test") if "test" in self.manifest["splits"] else None
+
+    def _check_eval_splits(self) -> None:
+        """Refuse, in one line, an eval split that LitData would give rank 0 none of under DDP: it deals whole
+        batches to the ranks and the remainder to the last, so below ``ranks x batch_size`` samples rank 0 has none
+        and Lightning stops with a traceback ("zero length")."""
+        ranks = getattr(self.trainer, "world_size", 1) if self.trainer is not None else 1
+        for name in ("val", "test"):
+            count = self.manifest["splits"].get(name, {}).get("count")
+            if ranks > 1 and count is not None and count < ranks * self.batch_size:
+                fix = f"data.batch_size <= {count // ranks}" if count >= ranks else f"at least {ranks} {name} samples"
+                raise UsageError(
+                    f"data.root '{self.root}': the {name} split has {count} samples, under one batch for each of the"
+                    f" {ranks} ranks (data.batch_size {self.batch_size}), so rank 0 would get none; needs {fix}"
+                )
 
     def _loader(self, dataset, augmentation: v2.Transform | None):
         from litdata import StreamingDataLoader

@@ -35,6 +35,14 @@ def stream_eval_view(output: Path | str, split: str) -> tuple[np.ndarray, np.nda
     return torch.cat(images).numpy(), torch.cat(labels).numpy()
 
 
+def stored_indices(output: Path | str, split: str) -> list[int]:
+    """Each stored sample's index in the cache's split, in the stored order."""
+    from litdata import StreamingDataset
+
+    stored = StreamingDataset(f"{output}/{split}")
+    return [int(stored[i]["index"]) for i in range(len(stored))]
+
+
 def test_the_eval_view_through_the_shards_is_the_caches_byte_for_byte(converted) -> None:
     cached = fit_data_module(converted["args"])
     cached.prepare_data()
@@ -45,7 +53,12 @@ def test_the_eval_view_through_the_shards_is_the_caches_byte_for_byte(converted)
     assert manifest["mean"] == pytest.approx(cached.normalization()[0])
     for split in ("train", "val", "test"):
         dataset = getattr(cached, f"{split}_set")
-        expected_images, expected_labels = dataset.eval_view(np.arange(len(dataset)))
+        order = stored_indices(converted["output"], split)
+        assert sorted(order) == list(range(len(dataset)))
+        # train in a seeded permutation (LitData's batches come from one chunk each: the cache's class-by-class
+        # order would give each batch a few classes), val and test in the cache's order
+        assert (order != sorted(order)) == (split == "train"), split
+        expected_images, expected_labels = dataset.eval_view(np.asarray(order))
         images, labels = stream_eval_view(converted["output"], split)
         assert images.dtype == np.uint8 and images.shape == expected_images.shape, split
         assert images.tobytes() == expected_images.tobytes(), split

@@ -5,6 +5,7 @@ validation: the same batches and the same final metrics as the uninterrupted fit
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 from collections import Counter
@@ -85,7 +86,9 @@ def fit_killed_mid_epoch(args: list[str], seen: Path) -> int:
 
 
 @pytest.mark.slow
-def test_a_mid_epoch_resume_continues_with_the_next_batch_as_the_uninterrupted_fit(converted, tmp_path: Path) -> None:
+def test_a_mid_epoch_resume_continues_with_the_next_batch_as_the_uninterrupted_fit(
+    converted, tmp_path: Path, caplog
+) -> None:
     seen = tmp_path / "seen.txt"
     args = stream_fit_args(tmp_path, converted["output"], 2, "--trainer.val_check_interval=0.25")
     assert fit_killed_mid_epoch(args, seen) == signal.SIGKILL
@@ -93,7 +96,9 @@ def test_a_mid_epoch_resume_continues_with_the_next_batch_as_the_uninterrupted_f
     # Validation (and last.ckpt) after every 2 batches: the kill at batch 4 of epoch 1 follows the one after batch 3.
     assert Counter(e for e, _ in before) == {0: 40, 1: 16}
     last = tmp_path / "stream" / "version_0" / "checkpoints" / "last.ckpt"
-    main([*args, f"--ckpt_path={last}"], callbacks=[RecordSamples(seen)])
+    with caplog.at_level(logging.INFO, logger="litstarter"):
+        main([*args, f"--ckpt_path={last}"], callbacks=[RecordSamples(seen)])
+    assert "had trained 4 of its 10 batches" in caplog.text and "continues with batch 5" in caplog.text
     after = records(seen)[len(before) :]
     assert {e for e, _ in after} == {1}
     epoch_1 = [h for e, h in before + after if e == 1]

@@ -159,12 +159,25 @@ def resumable(loaders) -> bool:
     return bool(loaders) and all(hasattr(x, "state_dict") and hasattr(x, "load_state_dict") for x in loaders)
 
 
+def restores_its_own_position(datamodule) -> bool:
+    """Whether the data module says a mid-epoch resume continues exactly (``resumes_mid_epoch_exactly = True``): it
+    restores its train loader's position from its own state, and draws each sample's order and augmentation from
+    the seed and the sample alone (``litstarter.data.StreamingDataModule``, checked by its resume test)."""
+    return bool(getattr(datamodule, "resumes_mid_epoch_exactly", False))
+
+
 class SayWhatAMidEpochResumeReplays(Callback):
     """One line when a fit resumes from a checkpoint saved mid-epoch (a SLURM ``hpc_ckpt_<n>.ckpt``, a
-    ``val_check_interval`` save): the train loader is a plain ``DataLoader``, which keeps no position, so Lightning
-    restarts the epoch's iteration and fills the steps the epoch had left with its first batches again. That
-    epoch then trains those batches twice and its last ones not at all; epoch-end checkpoints resume exactly. Nothing
-    is said for a loader that keeps its position (:func:`resumable`)."""
+    ``val_check_interval`` save), saying what the rest of that epoch trains:
+
+    * a plain ``DataLoader`` keeps no position, so Lightning restarts the epoch's iteration and fills the steps the
+      epoch had left with its first batches again: that epoch trains those batches twice and its last ones not at
+      all (a warning; epoch-end checkpoints resume exactly);
+    * a data module that declares ``resumes_mid_epoch_exactly`` continues with the next batch (information);
+    * any other stateful loader (:func:`resumable`) has a position, but nothing here knows that it is restored in
+      time (Lightning restores it only if the loader is built after the loops, and the task's scheduler, reading
+      ``estimated_stepping_batches``, builds it before) nor that its order and augmentation are seeded to replay:
+      a warning that says so, not a promise."""
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Compare the restored position in the epoch with the epoch's length."""
@@ -172,12 +185,22 @@ class SayWhatAMidEpochResumeReplays(Callback):
         total = trainer.num_training_batches
         if not trainer.ckpt_path or not 0 < done < total or total == float("inf"):
             return
+        at = f"resuming mid-epoch: epoch {trainer.current_epoch} had trained {done} of its {int(total)} batches."
+        if restores_its_own_position(trainer.datamodule):
+            log.info(f"{at} The data module restored its train loader's position: the epoch continues with batch"
+                     f" {done + 1}, in the uninterrupted run's order and views")  # fmt: skip
+            return
         if resumable(trainer.train_dataloader):
+            log.warning(
+                f"{at} The train loader keeps a position (Stateful), but nothing checks that it continues with batch"
+                f" {done + 1} in the uninterrupted run's order and views: Lightning restores it only if it is built"
+                " after the loops, and a learning-rate schedule may build it first. A data module that restores it"
+                " itself, seeded per sample, says so with resumes_mid_epoch_exactly = True (as StreamingDataModule)"
+            )
             return
         left = int(total) - done
         log.warning(
-            f"resuming mid-epoch: epoch {trainer.current_epoch} had trained {done} of its {int(total)} batches. The"
-            " train loader keeps no position, so the epoch's other"
+            f"{at} The train loader keeps no position, so the epoch's other"
             f" {left} steps take its first {left} batches again: this epoch trains them twice and its last {left}"
             " not at all (the next epochs are whole). Resume from an epoch-end last.ckpt to replay exactly"
         )

@@ -23,14 +23,15 @@ CHUNK_BYTES = "64MB"
 
 
 def optimize_split(split: Split, output_dir: str, num_workers: int) -> None:
-    """One split as a LitData dataset in ``output_dir``, in the split's order (``keep_data_ordered``: each worker
-    writes a fixed slice, so the same inputs give the same chunks, and a seed the same epoch order)."""
+    """One split as a LitData dataset in ``output_dir``, in ``split.order`` (``keep_data_ordered``: each worker
+    writes a fixed slice, so the same inputs give the same chunks, and a seed the same epoch order). Each sample
+    keeps its index in the split's arrays (``"index"``), which its augmentation seed is drawn from."""
     from litdata import optimize
 
     write = functools.partial(sample, images=split.images, labels=split.labels, ids=split.ids)
     optimize(
         fn=write,
-        inputs=list(range(len(split.ids))),
+        inputs=list(range(len(split.ids))) if split.order is None else [int(i) for i in split.order],
         output_dir=output_dir,
         num_workers=max(1, min(num_workers, len(split.ids))),
         chunk_bytes=CHUNK_BYTES,

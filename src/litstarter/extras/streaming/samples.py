@@ -28,11 +28,13 @@ class Split:
         images: ``(N, C, H, W)`` uint8 (the cache's memory map, or an array in RAM).
         labels: ``(N,)`` class indices.
         ids: A stable id per sample: the file's path under ``data.root``, or ``load_digits/<index>``.
+        order: The order to store the samples in (indices into the arrays); ``None``: their own order.
     """
 
     images: np.ndarray
     labels: np.ndarray
     ids: list[str]
+    order: np.ndarray | None = None
 
 
 def sample(index: int, images: np.ndarray, labels: np.ndarray, ids: list[str]) -> dict:
@@ -65,13 +67,16 @@ def check_convertible(datamodule) -> None:
 
 
 def read_splits(datamodule: ArrayDataModule) -> dict[str, Split]:
-    """Every non-empty split of a data module (after ``prepare_data`` and ``setup``), in its own order."""
+    """Every non-empty split of a data module (after ``prepare_data`` and ``setup``); val and test in their own
+    order, train in a permutation seeded by ``data.seed``. LitData shuffles chunk by chunk and draws a batch from
+    one chunk, and the cache holds a split class by class: stored so, every batch would hold a few classes only."""
     check_convertible(datamodule)
     found = {}
     for split in SPLITS:
         dataset = getattr(datamodule, f"{split}_set", None)
         if dataset is not None and len(dataset):
-            found[split] = Split(dataset.images, dataset.labels, _ids(datamodule, split, len(dataset)))
+            order = np.random.default_rng(datamodule.seed).permutation(len(dataset)) if split == "train" else None
+            found[split] = Split(dataset.images, dataset.labels, _ids(datamodule, split, len(dataset)), order)
     return found
 
 
@@ -105,6 +110,8 @@ def fingerprint(datamodule: ArrayDataModule, params: dict, splits: dict[str, Spl
     for split, s in splits.items():
         digest.update(f"\0{split}\0{json.dumps(s.ids)}".encode("utf-8", "surrogateescape"))
         digest.update(np.ascontiguousarray(s.labels).tobytes())
+        if s.order is not None:
+            digest.update(np.asarray(s.order, dtype=np.int64).tobytes())
         if cache is None:
             digest.update(np.ascontiguousarray(np.asarray(s.images)).tobytes())
     if cache is not None:
