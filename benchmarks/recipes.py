@@ -1,7 +1,8 @@
 """What the accuracy recipes cost and give: plain, + EMA, + MixUp/CutMix, one after another, on one cache.
 
     .venv/bin/python benchmarks/recipes.py [--images 2000] [--epochs 3] [--rounds 2]
-    .venv/bin/python benchmarks/recipes.py --timm resnet10t [--images 1000] [--epochs 8] [--rounds 1]
+    .venv/bin/python benchmarks/recipes.py --timm resnet10t [--images 1000] [--epochs 8] [--rounds 1] \
+        [--ablate] [--image_size 64]
 
 Generates a 10-class folder of 64 px digit photos (the generator the tests use: scikit-learn's digits upscaled,
 random ink and background colours, noise, JPEG and PNG), then fits the image-folder default
@@ -23,9 +24,11 @@ untimed fit first builds the cache and warms up. A few epochs are too few for ei
 measures their cost, not their long-run gain.
 
 ``--timm <name>`` compares instead the timm backbone ``timm/<name>`` plain (the image-folder default with that
-backbone) against ``configs/experiment/strong.yaml`` with that backbone, at the photos' 64 px, from random init
-(nothing downloads) and without its test-time flip (a mirrored digit is another digit, or none); its mixing stops
-after 80% of the epochs, as the preset's 40 of 50.
+backbone) against ``configs/experiment/strong.yaml`` with that backbone, at ``--image_size`` (the photos' 64 px
+unless told), from random init (nothing downloads) and without its test-time flip (a mirrored digit is another
+digit, or none); its mixing stops after 80% of the epochs, as the preset's 40 of 50. ``--ablate`` adds the preset
+without each of its parts in turn (MixUp/CutMix, EMA, layer decay, its learning rate, its warmup, drop path):
+which of them costs or gives what.
 """
 
 from __future__ import annotations
@@ -49,12 +52,45 @@ TARGET_COST = {"+ EMA": 0.03, "+ MixUp/CutMix": 0.05}
 STRONG = REPO / "configs" / "experiment" / "strong.yaml"
 
 
-def timm_runs(name: str, epochs: int) -> dict[str, list[str]]:
-    """``--timm``'s two runs: ``timm/<name>`` plain, and the strong preset with that backbone (see the doc)."""
+#: ``--ablate``'s parts of the strong preset: each is taken out in turn (its keys deleted, so the image-folder
+#: default applies), as (model keys, trainer keys).
+PRESET_PARTS = {
+    "MixUp/CutMix": (["mixup_alpha", "cutmix_alpha", "mix_off_after_epoch"], []),
+    "EMA": ([], ["callbacks+"]),
+    "layer decay": (["layer_decay"], []),
+    "lr 1e-3": (["optimizer"], []),
+    "10% warmup": (["lr_scheduler"], []),
+    "drop path": (["backbone_kwargs"], []),
+}
+
+
+def preset_without(part: str, folder: Path) -> Path:
+    """A copy of the strong preset in ``folder`` with :data:`PRESET_PARTS`'s ``part`` deleted."""
+    import yaml
+
+    preset = yaml.safe_load(STRONG.read_text())
+    model_keys, trainer_keys = PRESET_PARTS[part]
+    for key in model_keys:
+        del preset["model"][key]
+    for key in trainer_keys:
+        del preset["trainer"][key]
+    path = folder / f"strong_without_{len(list(folder.glob('strong_without_*')))}.yaml"
+    path.write_text(yaml.safe_dump(preset, sort_keys=False))
+    return path
+
+
+def timm_runs(name: str, epochs: int, image_size: int, ablate: Path | None = None) -> dict[str, list[str]]:
+    """``--timm``'s runs: ``timm/<name>`` plain, and the strong preset with that backbone (see the doc); with
+    ``ablate`` (a folder for the preset's copies), the preset again without each of :data:`PRESET_PARTS`."""
     backbone = f"--model.backbone=timm/{name}"
-    strong = ["--config", str(STRONG), backbone, "--model.weights=null", "--data.image_size=64", "--model.tta=null",
-              f"--model.mix_off_after_epoch={max(1, round(0.8 * epochs))}"]  # fmt: skip
-    return {f"timm/{name}": [backbone], "+ strong preset": strong}
+    size = f"--data.image_size={image_size}"
+    overrides = [backbone, "--model.weights=null", size, "--model.tta=null"]
+    mix_off = f"--model.mix_off_after_epoch={max(1, round(0.8 * epochs))}"
+    runs = {f"timm/{name}": [backbone, size], "+ strong preset": ["--config", str(STRONG), *overrides, mix_off]}
+    for part in PRESET_PARTS if ablate else ():
+        keep_mix = [mix_off] if part != "MixUp/CutMix" else []
+        runs[f"  - {part}"] = ["--config", str(preset_without(part, ablate)), *overrides, *keep_mix]
+    return runs
 
 
 def train_rate_callback():
@@ -137,12 +173,15 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2, help="plain, EMA, MixUp fitted in turn, this many times")
     parser.add_argument("--timm", default=None, help="a timm model name: plain vs the strong preset with it")
+    parser.add_argument("--ablate", action="store_true", help="with --timm: the preset without each of its parts")
+    parser.add_argument("--image_size", type=int, default=64, help="with --timm: both runs' data.image_size")
     opts = parser.parse_args()
-    runs = timm_runs(opts.timm, opts.epochs) if opts.timm else RUNS
 
     from tests.helpers import write_digit_photos
 
     with tempfile.TemporaryDirectory() as tmp:
+        ablate = Path(tmp) if opts.ablate else None
+        runs = timm_runs(opts.timm, opts.epochs, opts.image_size, ablate) if opts.timm else RUNS
         root = Path(tmp) / "digit_photos"
         per_class = [opts.images // 10 + (d < opts.images % 10) for d in range(10)]
         write_digit_photos(root, {"": per_class}, sizes=(64, 64), seed=0)
@@ -162,12 +201,13 @@ def main() -> None:
             {name: fit_and_test(base, extra, opts.epochs, test=r == 0) for name, extra in runs.items()}
             for r in range(opts.rounds)
         ]
-    print(f"\n{opts.images} images, 64 px, 10 classes, {opts.epochs} epochs of the image-folder default,", end=" ")
+    size = f"{opts.image_size} px" if opts.timm else "64 px"
+    print(f"\n{opts.images} images, {size}, 10 classes, {opts.epochs} epochs of the image-folder default,", end=" ")
     print(f"{opts.rounds} round(s) of the {len(runs)} in turn")
     plain = next(iter(runs))
     for name in runs:
         walls, cpus = [r[name][0] for r in rounds], [r[name][1] for r in rounds]
-        line = f"  {name:15s} {statistics.median(walls):7.1f} images/s (wall)  {statistics.median(cpus):7.1f} "
+        line = f"  {name:17s} {statistics.median(walls):7.1f} images/s (wall)  {statistics.median(cpus):7.1f} "
         line += f"images/CPU-s   test macro-F1 {rounds[0][name][2]:.4f}"
         if name in TARGET_COST:
             ratios = [r[name][1] / r[plain][1] for r in rounds]  # each round against its own plain fit
