@@ -46,13 +46,14 @@ def composite(digits, sources: list[int], rng: np.random.Generator) -> np.ndarra
     return np.clip(pixels, 0, 255).astype(np.uint8)
 
 
-def write_composites(root: Path, images: int = 3000, seed: int = 0) -> Path:
-    """Write ``images`` composites and both labels files under ``root``; returns ``root``."""
+def write_composites(root: Path, images: int = 3000, seed: int = 0, skew: float = SKEW) -> Path:
+    """Write ``images`` composites and both labels files under ``root``; returns ``root``. Digit ``d`` is drawn
+    with weight ``skew ** d`` (1: every digit alike)."""
     from sklearn.datasets import load_digits
 
     digits = load_digits()
     rng = np.random.default_rng(seed)
-    weights = SKEW ** np.arange(10)
+    weights = skew ** np.arange(10)
     by_digit = {d: np.flatnonzero(digits.target == d) for d in range(10)}
     (root / "images").mkdir(parents=True, exist_ok=True)
     rows = []
@@ -79,8 +80,9 @@ def main() -> None:
     parser.add_argument("root", type=Path, help="Folder to write (created).")
     parser.add_argument("--images", type=int, default=3000, help="Number of composite images.")
     parser.add_argument("--seed", type=int, default=0, help="Seed for the digits, colours and positions.")
+    parser.add_argument("--skew", type=float, default=SKEW, help="Digit d is drawn with weight skew ** d.")
     args = parser.parse_args()
-    write_composites(args.root, args.images, args.seed)
+    write_composites(args.root, args.images, args.seed, args.skew)
     print(f"{args.images} images, labels.csv and labels_columns.csv written to {args.root}")
 
 

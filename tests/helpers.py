@@ -386,4 +386,5 @@ def multilabel_fit_args(save_dir: Path, root: Path, labels: str, name: str, epoc
         f"--data.init_args.cache_dir={save_dir / 'cache'}",
         "--data.init_args.image_size=32",
         "--data.init_args.batch_size=32",
+        "--model.pos_weight=auto",
     ]
