@@ -111,7 +111,8 @@ class StreamingDataModule(L.LightningDataModule):
         if self.train_set is not None:
             return
         self._check_eval_splits()
-        rank_zero_info(f"data: streaming {self.root}: {self.manifest.get('split_description', '')}")
+        source = self.manifest.get("split_description", "").removeprefix("data: ")  # the source's own data line
+        rank_zero_info(f"data: streaming {self.root}, converted from {source}")
         rank_zero_info(f"data: training augmentation: {describe(self.augmentation)}")
         self.train_set, self.val_set = self._split("train", shuffle=True), self._split("val")
         self.test_set = self._split("test") if "test" in self.manifest["splits"] else None
