@@ -18,7 +18,6 @@ refuse (a single class) is warned about on stderr; the report is still made and 
 from __future__ import annotations
 
 import json
-import logging
 import statistics
 import sys
 from collections import Counter
@@ -31,6 +30,7 @@ from litstarter._engine.images.leakage import NEAR_DISTANCE, describe, find_leak
 from litstarter._engine.images.listing import shown
 from litstarter._engine.images.sizes import auto_side
 from litstarter._engine.images.splits import Listing
+from litstarter._engine.run.logs import show_litstarter_logs
 from litstarter.extras.inspect.fit_config import image_folder_of, loader_setting, parse_fit_config
 from litstarter.extras.inspect.label_sets import label_set_stats, pos_weight_suggestion, render_label_sets
 from litstarter.extras.inspect.quality import quality_report
@@ -230,14 +230,6 @@ options (only data.* and model.class_weights are read), and uses (or builds) the
 """
 
 
-def show_progress_lines() -> None:
-    """The cache's own lines (``channels: auto``, a build starting, why a cache is rebuilt) on stderr."""
-    logger = logging.getLogger("litstarter")
-    if not logger.handlers:
-        logger.addHandler(logging.StreamHandler())
-        logger.setLevel(logging.INFO)
-
-
 def main(argv: list[str]) -> int:
     """``litstarter inspect``; returns the exit code (user errors raise ``UserError``)."""
     if any(a in ("-h", "--help") for a in argv):
@@ -245,7 +237,7 @@ def main(argv: list[str]) -> int:
         return 0
     as_json = "--json" in argv
     config = parse_fit_config([a for a in argv if a != "--json"])
-    show_progress_lines()
+    show_litstarter_logs()  # the cache's own lines (a build starting, why it is rebuilt) on stderr
     folder = image_folder_of(config)
     listing = folder.listing()
     # Bad files are left out of the cache and listed, not fatal: reporting them is the point.

@@ -12,7 +12,6 @@ and channels rules), and writes every split's cached uint8 images, labels and sa
 
 from __future__ import annotations
 
-import logging
 import time
 
 import lightning as L
@@ -21,6 +20,7 @@ from jsonargparse import ArgumentParser
 
 from litstarter._engine.errors import UsageError
 from litstarter._engine.images.shards import SHARDS_VERSION, manifest_problem, read_manifest
+from litstarter._engine.run.logs import show_litstarter_logs
 from litstarter.cli import LitStarterCLI, fill_in_backbone_resize, interpolation_of, resize_size_of
 from litstarter.extras.streaming.convert import is_empty, write_shards
 from litstarter.extras.streaming.samples import (
@@ -106,14 +106,6 @@ def shards_manifest(datamodule, splits: dict[str, Split], params: dict, fingerpr
     }
 
 
-def show_progress_lines() -> None:
-    """The cache's own lines (a build starting, why a cache is rebuilt) on stderr."""
-    logger = logging.getLogger("litstarter")
-    if not logger.handlers:
-        logger.addHandler(logging.StreamHandler())
-        logger.setLevel(logging.INFO)
-
-
 def main(argv: list[str]) -> int:
     """``litstarter optimize``; returns the exit code (user errors raise ``UserError``)."""
     if any(a in ("-h", "--help") for a in argv):
@@ -127,7 +119,7 @@ def main(argv: list[str]) -> int:
     if not empty and existing is None and not options["overwrite"]:
         raise UsageError(refusal)  # before any work: nothing of ours is there
     datamodule = fit_data_module(fit_args)
-    show_progress_lines()
+    show_litstarter_logs()  # the cache's own lines (a build starting, why it is rebuilt) on stderr
     check_convertible(datamodule)  # before the cache is built
     datamodule.prepare_data()
     datamodule.setup("fit")
