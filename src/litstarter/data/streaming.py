@@ -139,7 +139,7 @@ class StreamingDataModule(L.LightningDataModule):
         on_accelerator = self.trainer is not None and type(self.trainer.accelerator).__name__ != "CPUAccelerator"
         return StreamingDataLoader(
             dataset, batch_size=self.batch_size, num_workers=self.num_workers, pin_memory=on_accelerator,
-            collate_fn=ImageBatch(self.image_size, augmentation),
+            collate_fn=ImageBatch(self.image_size, augmentation), persistent_workers=self.num_workers > 0,
         )  # fmt: skip
 
     def train_dataloader(self):

@@ -1,7 +1,12 @@
 """A split of LitData shards as ``(image, label, seed)`` items, and the collate that makes the eval or training view.
 
 Imported only when a :class:`~litstarter.data.streaming.StreamingDataModule` sets up (it needs ``litdata``). Both
-classes live at module level: LitData's loader workers start by spawn and unpickle them.
+classes live at module level: loader workers started by spawn unpickle them.
+
+The train loader keeps its workers between epochs (starting them again costs as much as a small epoch), so the
+epoch that the loader sets in the main process reaches the workers through a one-element tensor in shared memory:
+LitData's own copy in a worker advances only when that worker finishes its epoch, which a cut-short epoch
+(``limit_train_batches``) never does.
 """
 
 from __future__ import annotations
@@ -9,9 +14,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 from litdata import StreamingDataset
+from torch.utils.data import get_worker_info
 from torchvision.transforms import v2
 
 from litstarter._engine.images.crop import center_crop_or_resize
+from litstarter._engine.seeds import mix_seed
 from litstarter.data.augmentation import augment
 
 
@@ -34,13 +41,34 @@ class StreamingImages(StreamingDataset):
         cache_dir: str | None = None, max_cache_size: str = "50GB",
     ) -> None:  # fmt: skip
         super().__init__(input_dir, cache_dir, shuffle=shuffle, drop_last=drop_last, seed=seed,
-                         max_cache_size=max_cache_size)  # fmt: skip
+                         max_cache_size=max_cache_size, batch_decode=0)  # fmt: skip
+        # batch_decode=0: each sample decoded alone. LitData's default decodes a 256-row window and keeps one; a
+        # worker whose share starts mid-chunk alternates between two windows and decoded 256 rows per sample (seven
+        # times slower for that worker, measured on benchmarks/streaming.py's 64 px images).
         self.sample_seed = seed
+        self.shared_epoch = torch.zeros(1, dtype=torch.int64).share_memory_()  # the main process's epoch
+
+    def set_epoch(self, current_epoch: int) -> None:
+        """LitData's, and publish the epoch to the workers (on a resume, the checkpoint's epoch)."""
+        super().set_epoch(current_epoch)
+        state = self._state_dict
+        self.shared_epoch[0] = state["current_epoch"] if state else self.current_epoch
+
+    def __iter__(self):
+        if get_worker_info() is not None and int(self.shared_epoch[0]) > 0:  # a worker, kept from an earlier epoch
+            epoch = int(self.shared_epoch[0])
+            if self._state_dict and self._state_dict["current_epoch"] != epoch:
+                self.reset_state_dict()  # a resume position for an epoch that was cut short
+            self.current_epoch = epoch
+        return super().__iter__()
 
     def __getitem__(self, index) -> tuple[np.ndarray, int, int]:
         item = super().__getitem__(index)
-        seed = np.random.default_rng([self.sample_seed, self.current_epoch, item["index"]]).integers(0, 2**62)
-        return np.asarray(item["image"]), int(item["label"]), int(seed)
+        return (
+            np.asarray(item["image"]),
+            int(item["label"]),
+            mix_seed(self.sample_seed, self.current_epoch, item["index"]),
+        )
 
 
 class ImageBatch:
