@@ -117,7 +117,7 @@ class ImageTooLarge(ValueError):
 
 
 def load_image(
-    path: str | os.PathLike | BinaryIO,
+    path: str | os.PathLike | BinaryIO | Image.Image,
     channels: int,
     size: tuple[int, int],
     max_pixels: int | None = None,
@@ -126,7 +126,8 @@ def load_image(
     """Decode ``path`` (a file name or a binary file object) and return a ``(C, H, W)`` uint8 array of ``size``.
 
     Args:
-        path: The image file, or a binary file object holding its bytes (e.g. an HTTP request body).
+        path: The image file, a binary file object holding its bytes (e.g. an HTTP request body), or an image
+            opened from one (nothing decoded yet); it is closed.
         channels: 1 (``L``) or 3 (``RGB``).
         size: ``(height, width)`` to resize and centre-crop to.
         max_pixels: Refuse an image whose width x height is larger (a decompression bomb), from its header.
@@ -136,7 +137,7 @@ def load_image(
         ImageTooLarge: If the image has more than ``max_pixels`` pixels.
         OSError / ValueError: if the file cannot be decoded (corrupt, truncated, empty, not an image).
     """
-    with Image.open(path) as image:
+    with path if isinstance(path, Image.Image) else Image.open(path) as image:
         if max_pixels is not None and image.width * image.height > max_pixels:
             raise ImageTooLarge(
                 f"{image.width}x{image.height} is {image.width * image.height} pixels, over the limit of {max_pixels}"

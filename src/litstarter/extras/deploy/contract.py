@@ -25,13 +25,16 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
 from litstarter._engine.errors import BadInputError
 from litstarter._engine.images.preprocess import as_size, center_crop_array, load_image
 from litstarter.extras.deploy.preprocessing import INTERPOLATIONS, preprocessing_fields
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 #: The sidecar file name, beside the artifacts in an export folder.
 SIDECAR_NAME = "model.json"
@@ -114,11 +117,11 @@ class ModelContract:
         """The Pillow mode images are converted to: ``L`` or ``RGB``."""
         return "L" if self.channels == 1 else "RGB"
 
-    def load_image(self, path: str | os.PathLike | BinaryIO, max_pixels: int | None = None) -> np.ndarray:
+    def load_image(self, path: str | os.PathLike | BinaryIO | Image.Image, max_pixels: int | None = None) -> np.ndarray:
         """Decode one file into the model's input: ``(C, H, W)`` uint8, exactly the eval view of training.
 
         Args:
-            path: The image file, or a binary file object holding its bytes.
+            path: The image file, a binary file object holding its bytes, or an image opened from one.
             max_pixels: Refuse larger images (``ImageTooLarge``) before decoding them.
 
         Raises:

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -34,7 +33,7 @@ from starlette.routing import Route
 from litstarter.extras.deploy.backends import Backend
 from litstarter.extras.deploy.infer import answer, sigmoid, softmax
 from litstarter.extras.serve.options import ServeOptions
-from litstarter.extras.serve.request import Body, RequestError, check_content_type, decode_image, image_bytes
+from litstarter.extras.serve.request import Body, RequestError, check_content_type, decode_request_image, image_bytes
 from litstarter.extras.serve.service import Service
 from litstarter.extras.serve.v2 import ProtocolRoutes
 
@@ -126,7 +125,7 @@ class Routes:
             raise RequestError(413, f"the body is {declared} bytes, over the limit of {limit} (--max_bytes)")
         data = image_bytes(kind, await body.read(limit))
         contract = s.backend.contract
-        image = await run_in_threadpool(decode_image, data, contract, s.options.max_pixels)  # (C, H, W)
+        image = await decode_request_image(data, contract, s.options.max_pixels)  # (C, H, W)
         (logits,) = await s.predict(image[None])
         if contract.task == "multilabel":
             return JSONResponse(label_answer(logits, contract))

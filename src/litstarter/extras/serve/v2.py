@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse, Response
 
 import litstarter
 from litstarter.extras.deploy.infer import softmax
-from litstarter.extras.serve.request import Body, RequestError, decode_image, media_type
+from litstarter.extras.serve.request import Body, RequestError, decode_request_image, media_type
 from litstarter.extras.serve.service import Service, error
 from litstarter.extras.serve.tensors import (
     HEADER_LENGTH,
@@ -179,7 +179,7 @@ class ProtocolRoutes:
             )
         self._check_batch(len(tensor.data))
         pixels = self.service.options.max_pixels
-        decoded = await asyncio.gather(*(run_in_threadpool(decode_image, data, c, pixels) for data in tensor.data))
+        decoded = await asyncio.gather(*(decode_request_image(data, c, pixels) for data in tensor.data))
         return np.stack(decoded)
 
     def _check_batch(self, size: int) -> None:
