@@ -10,6 +10,7 @@ import torch
 from torchvision.transforms import v2
 
 from .errors import UsageError
+from .seeds import mix_seed
 
 log = logging.getLogger("litstarter")  # printed by every CLI run, from rank 0
 
@@ -39,7 +40,7 @@ class BatchMix:
     def seed(self, epoch: int, step: int, rank: int) -> int:
         """The batch's seed, from ``seed_everything``'s (``PL_GLOBAL_SEED``, else 0), the epoch, step and rank."""
         base = int(os.environ.get("PL_GLOBAL_SEED", 0))
-        return (base * 1_000_003 + epoch * 8_191 + step * 131 + rank) % 2**63
+        return mix_seed(base, epoch, step, rank)
 
     def __call__(
         self, images: torch.Tensor, labels: torch.Tensor, epoch: int, step: int, rank: int = 0
