@@ -103,8 +103,10 @@ class StreamingDataModule(L.LightningDataModule):
 
         where = join(self.root, name)
         cache_dir = None if self.cache_dir is None else join(self.cache_dir, name)
+        encoded = self.manifest.get("storage", "uint8") == "encoded"  # older manifests: uint8
+        decode = (self.channels, self.resize_size, self.interpolation) if encoded else None
         return StreamingImages(where, self.seed, shuffle, self.drop_last if shuffle else False, cache_dir,
-                               self.max_cache_size)  # fmt: skip
+                               self.max_cache_size, decode)  # fmt: skip
 
     def setup(self, stage: str | None = None) -> None:
         """Open the splits (nothing is read until the loaders stream)."""

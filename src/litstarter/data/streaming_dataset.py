@@ -11,6 +11,8 @@ LitData's own copy in a worker advances only when that worker finishes its epoch
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import torch
 from litdata import StreamingDataset
@@ -18,6 +20,7 @@ from torch.utils.data import get_worker_info
 from torchvision.transforms import v2
 
 from litstarter._engine.images.crop import center_crop_or_resize
+from litstarter._engine.images.preprocess import load_image
 from litstarter._engine.seeds import mix_seed
 from litstarter.data.augmentation import augment
 
@@ -34,11 +37,14 @@ class StreamingImages(StreamingDataset):
         drop_last: LitData's: drop the samples that would make the ranks' step counts differ.
         cache_dir: Where remote chunks are cached while streaming; ``None``: LitData's default.
         max_cache_size: The cache's size limit (``"50GB"``).
+        decode: ``(channels, resize_size, interpolation)`` for ``--encoded`` shards: each stored file is decoded by
+            the cache's own ``load_image``, so its view is the cache's byte for byte; ``None``: uint8 shards.
     """
 
     def __init__(
         self, input_dir: str, seed: int = 42, shuffle: bool = False, drop_last: bool | None = None,
         cache_dir: str | None = None, max_cache_size: str = "50GB",
+        decode: tuple[int, tuple[int, int], str] | None = None,
     ) -> None:  # fmt: skip
         super().__init__(input_dir, cache_dir, shuffle=shuffle, drop_last=drop_last, seed=seed,
                          max_cache_size=max_cache_size, batch_decode=0)  # fmt: skip
@@ -46,6 +52,7 @@ class StreamingImages(StreamingDataset):
         # worker whose share starts mid-chunk alternates between two windows and decoded 256 rows per sample (seven
         # times slower for that worker, measured on benchmarks/streaming.py's 64 px images).
         self.sample_seed = seed
+        self.decode = decode
         self.shared_epoch = torch.zeros(1, dtype=torch.int64).share_memory_()  # the main process's epoch
 
     def set_epoch(self, current_epoch: int) -> None:
@@ -64,8 +71,13 @@ class StreamingImages(StreamingDataset):
 
     def __getitem__(self, index) -> tuple[np.ndarray, int, int]:
         item = super().__getitem__(index)
+        if self.decode is None:
+            image = np.asarray(item["image"])  # (C, H, W) uint8
+        else:  # the file's bytes: decode, channels, resize as the cache build did
+            channels, size, interpolation = self.decode
+            image = load_image(io.BytesIO(item["image"]), channels, tuple(size), interpolation=interpolation)
         return (
-            np.asarray(item["image"]),
+            image,
             int(item["label"]),
             mix_seed(self.sample_seed, self.current_epoch, item["index"]),
         )

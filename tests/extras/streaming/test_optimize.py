@@ -26,11 +26,10 @@ def stream_eval_view(output: Path | str, split: str) -> tuple[np.ndarray, np.nda
     module's eval view."""
     from litdata import StreamingDataLoader
 
-    from litstarter.data.streaming_dataset import ImageBatch, StreamingImages
+    from litstarter.data.streaming_dataset import ImageBatch
 
-    data = StreamingDataModule(str(output), num_workers=0)
-    loader = StreamingDataLoader(StreamingImages(f"{output}/{split}"), batch_size=16,
-                                 collate_fn=ImageBatch(data.image_size))  # fmt: skip
+    data = StreamingDataModule(str(output), num_workers=0)  # its split reader decodes --encoded shards too
+    loader = StreamingDataLoader(data._split(split), batch_size=16, collate_fn=ImageBatch(data.image_size))
     images, labels = zip(*loader, strict=True)
     return torch.cat(images).numpy(), torch.cat(labels).numpy()
 

@@ -1,13 +1,15 @@
 """``litstarter optimize``: write a fit's data as LitData shards, for training from a folder or object storage.
 
     litstarter optimize --config configs/data/image_folder.yaml --data.root <folder> --output <dir or s3://...>
-                        [--overwrite] [--num_workers N]
+                        [--overwrite] [--num_workers N] [--encoded]
 
 It takes ``fit``'s ``--config`` stack and options (parsed by the CLI's own parser; only ``data`` is built), builds
 the data module as ``fit`` does (an image folder lists, splits and caches through its cache, with the same bad-file
 and channels rules), and writes every split's cached uint8 images, labels and sample ids with LitData's
 ``optimize()``, beside a ``shards.json`` (see :mod:`litstarter._engine.images.shards`). Train from the result with
 ``--data litstarter.data.StreamingDataModule --data.root <output>``. An unchanged source is not written again.
+``--encoded`` (an image folder only) stores each accepted file's own bytes instead of the uint8 array; training
+decodes them per sample with the cache's decode at the manifest's ``resize_size`` (``storage`` in ``shards.json``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from litstarter.extras.streaming.convert import is_empty, write_shards
 from litstarter.extras.streaming.samples import (
     Split,
     check_convertible,
+    check_encodable,
     fingerprint,
     read_splits,
     source_params,
@@ -34,7 +37,7 @@ from litstarter.extras.streaming.samples import (
 from litstarter.task import ImageClassifier
 
 USAGE = __doc__.split("\n\n")[1]
-OWN_OPTIONS = ("--output", "--overwrite", "--num_workers")
+OWN_OPTIONS = ("--output", "--overwrite", "--num_workers", "--encoded")
 
 
 class ParseOnly(LitStarterCLI):
@@ -60,14 +63,14 @@ def fit_data_module(args: list[str]) -> L.LightningDataModule:
 
 
 def split_options(argv: list[str]) -> tuple[dict, list[str]]:
-    """``({output, overwrite, num_workers}, the fit arguments)``; a missing or bad value is one line."""
-    options, rest, i = {"output": None, "overwrite": False, "num_workers": 2}, [], 0
+    """``({output, overwrite, num_workers, encoded}, the fit arguments)``; a missing or bad value is one line."""
+    options, rest, i = {"output": None, "overwrite": False, "num_workers": 2, "encoded": False}, [], 0
     while i < len(argv):
         key, has_value, value = argv[i].partition("=")
         if key not in OWN_OPTIONS:
             rest.append(argv[i])
-        elif key == "--overwrite":
-            options["overwrite"] = not has_value or value.lower() in ("true", "1", "yes")
+        elif key in ("--overwrite", "--encoded"):
+            options[key[2:]] = not has_value or value.lower() in ("true", "1", "yes")
         else:
             if not has_value:
                 if i + 1 == len(argv):
@@ -101,6 +104,7 @@ def shards_manifest(datamodule, splits: dict[str, Split], params: dict, fingerpr
         "class_counts": counts.tolist(),
         "splits": {name: {"count": len(split.ids)} for name, split in splits.items()},
         "split_description": split_description(datamodule, splits),
+        "storage": params.get("storage", "uint8"),
         "params": params,
         "fingerprint": fingerprint_,
     }
@@ -121,10 +125,12 @@ def main(argv: list[str]) -> int:
     datamodule = fit_data_module(fit_args)
     show_litstarter_logs()  # the cache's own lines (a build starting, why it is rebuilt) on stderr
     check_convertible(datamodule)  # before the cache is built
+    if options["encoded"]:
+        check_encodable(datamodule)
     datamodule.prepare_data()
     datamodule.setup("fit")
-    splits = read_splits(datamodule)
-    params = source_params(datamodule)
+    splits = read_splits(datamodule, options["encoded"])
+    params = source_params(datamodule, "encoded" if options["encoded"] else "uint8")
     digest = fingerprint(datamodule, params, splits)
     if existing is not None and manifest_problem(existing) is None and existing["fingerprint"] == digest:
         print(f"litstarter optimize: {output} is up to date (the same source and parameters); nothing written")

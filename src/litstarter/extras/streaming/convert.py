@@ -25,10 +25,11 @@ CHUNK_BYTES = "64MB"
 def optimize_split(split: Split, output_dir: str, num_workers: int) -> None:
     """One split as a LitData dataset in ``output_dir``, in ``split.order`` (``keep_data_ordered``: each worker
     writes a fixed slice, so the same inputs give the same chunks, and a seed the same epoch order). Each sample
-    keeps its index in the split's arrays (``"index"``), which its augmentation seed is drawn from."""
+    keeps its index in the split's arrays (``"index"``), which its augmentation seed is drawn from; an ``--encoded``
+    split (``split.root``) stores its files' bytes instead of the arrays."""
     from litdata import optimize
 
-    write = functools.partial(sample, images=split.images, labels=split.labels, ids=split.ids)
+    write = functools.partial(sample, split=split)
     optimize(
         fn=write,
         inputs=list(range(len(split.ids))) if split.order is None else [int(i) for i in split.order],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -29,17 +30,27 @@ class Split:
         labels: ``(N,)`` class indices.
         ids: A stable id per sample: the file's path under ``data.root``, or ``load_digits/<index>``.
         order: The order to store the samples in (indices into the arrays); ``None``: their own order.
+        root: ``--encoded``: the folder the ids are paths under; each sample then stores its file's bytes (the
+            files ``prepare_data`` just checked against the cache by its change rules, so the bytes are those decoded).
     """
 
     images: np.ndarray
     labels: np.ndarray
     ids: list[str]
     order: np.ndarray | None = None
+    root: str | None = None
 
 
-def sample(index: int, images: np.ndarray, labels: np.ndarray, ids: list[str]) -> dict:
-    """Sample ``index`` as LitData stores it: ``{"image": (C, H, W) uint8, "label", "id", "index"}``."""
-    return {"image": np.ascontiguousarray(images[index]), "label": int(labels[index]), "id": ids[index], "index": index}
+def sample(index: int, split: Split) -> dict:
+    """Sample ``index`` as LitData stores it: ``{"image", "label", "id", "index"}``; the image is the ``(C, H, W)``
+    uint8 array, or with ``split.root`` (``--encoded``) the bytes of the file the cache decoded."""
+    return {"image": _image(index, split), "label": int(split.labels[index]), "id": split.ids[index], "index": index}
+
+
+def _image(index: int, split: Split) -> np.ndarray | bytes:
+    if split.root is None:
+        return np.ascontiguousarray(split.images[index])
+    return (Path(split.root) / split.ids[index]).read_bytes()
 
 
 def _ids(datamodule: ArrayDataModule, split: str, n: int) -> list[str]:
@@ -66,10 +77,11 @@ def check_convertible(datamodule) -> None:
         raise UsageError("litstarter optimize writes single-label data; data.labels is multi-label")
 
 
-def read_splits(datamodule: ArrayDataModule) -> dict[str, Split]:
+def read_splits(datamodule: ArrayDataModule, encoded: bool = False) -> dict[str, Split]:
     """Every non-empty split of a data module (after ``prepare_data`` and ``setup``); val and test in their own
-    order, train in a permutation seeded by ``data.seed``. LitData shuffles chunk by chunk and draws a batch from
-    one chunk, and the cache holds a split class by class: stored so, every batch would hold a few classes only."""
+    order, train in a permutation seeded by ``data.seed``; ``encoded``: each split names its files' folder. LitData
+    shuffles chunk by chunk and draws a batch from one chunk, and the cache holds a split class by class: stored
+    so, every batch would hold a few classes only."""
     check_convertible(datamodule)
     found = {}
     for split in SPLITS:
@@ -77,14 +89,25 @@ def read_splits(datamodule: ArrayDataModule) -> dict[str, Split]:
         if dataset is not None and len(dataset):
             order = np.random.default_rng(datamodule.seed).permutation(len(dataset)) if split == "train" else None
             found[split] = Split(dataset.images, dataset.labels, _ids(datamodule, split, len(dataset)), order)
+            if encoded:
+                found[split].root = str(datamodule.root)
     return found
 
 
-def source_params(datamodule: ArrayDataModule) -> dict:
-    """The preprocessing parameters that decide what the shards hold (recorded in ``shards.json``)."""
+def check_encodable(datamodule) -> None:
+    """Refuse ``--encoded`` in one line for data without files (the digits, other arrays)."""
+    if not isinstance(datamodule, ImageFolderDataModule):
+        raise UsageError(f"litstarter optimize --encoded stores image files, so it needs an image folder (or labels"
+                         f" CSV) data module; data.class_path is {type(datamodule).__name__}")  # fmt: skip
+
+
+def source_params(datamodule: ArrayDataModule, storage: str = "uint8") -> dict:
+    """The preprocessing parameters that decide what the shards hold (recorded in ``shards.json``); ``storage``
+    (``uint8`` or ``encoded``) only for an image folder, the one source with files to store."""
     kind = f"{type(datamodule).__module__}.{type(datamodule).__qualname__}"
     if isinstance(datamodule, ImageFolderDataModule):
-        return {"data": kind, **datamodule.folder.cache_params(), "interpolation": datamodule.interpolation}
+        params = {"data": kind, **datamodule.folder.cache_params(), "interpolation": datamodule.interpolation}
+        return params if storage == "uint8" else {**params, "storage": storage}
     if isinstance(datamodule, DigitsDataModule):
         keys = ("val_fraction", "test_fraction", "seed", "split_file")
         return {"data": kind, **{key: getattr(datamodule, key) for key in keys}}
