@@ -11,11 +11,14 @@ folder's default, :class:`~litstarter.data.FastAugmentation`):
 * shards: ``StreamingDataModule``'s train loader on the local shards (LitData's ``StreamingDataLoader``, the same
   collate and augmentation);
 * per-item decoding: a plain ``Dataset`` that opens each file with PIL on every read, resizes it to the cache's
-  size, and applies the same augmentation to it alone.
+  size, and applies the same augmentation to it alone;
+* encoded shards (for information, no target): ``litstarter optimize --encoded``'s shards, which hold the JPEG
+  files' bytes and decode each sample at the cache's size while training.
 
 Each loader reads one warm-up epoch (worker start, page cache), then ``--epochs`` timed epochs, alternating between
 the loaders so that load drift hits all alike; the median is reported. Targets: shards >= 0.7x the cache and >= 3x
-per-item decoding. Also prints the conversion's time against the cache build's.
+per-item decoding. Also prints the conversion's time against the cache build's, and the size on disk of the
+JPEGs, the cache and both kinds of shards.
 """
 
 from __future__ import annotations
@@ -69,6 +72,11 @@ class PerItemDecoding:
         return augment(image[None], self.size, self.augmentation, [seed])[0], self.labels[index]
 
 
+def disk_size(folder: Path) -> int:
+    """Bytes in the files under ``folder``."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
 def epoch_rate(loader) -> float:
     """Images per second over one epoch of ``loader``."""
     start, seen = time.perf_counter(), 0
@@ -103,7 +111,7 @@ def main() -> None:
     from litstarter.extras.streaming.command import main as optimize
 
     with tempfile.TemporaryDirectory() as tmp:
-        root, cache_dir, shards = Path(tmp) / "jpegs", Path(tmp) / "cache", Path(tmp) / "shards"
+        root, cache_dir, shards, encoded = (Path(tmp) / name for name in ("jpegs", "cache", "shards", "encoded"))
         make_jpeg_folder(root, args.images)
         folder = {"image_size": args.image_size, "val_fraction": 0.05, "test_fraction": 0.0,
                   "batch_size": args.batch_size, "num_workers": args.workers}  # fmt: skip
@@ -111,32 +119,41 @@ def main() -> None:
         cached = ImageFolderDataModule(str(root), cache_dir=str(cache_dir), augmentation=FastAugmentation(), **folder)
         cached.prepare_data()
         build_s = time.perf_counter() - start
-        start = time.perf_counter()
-        code = optimize([f"--data={ImageFolderDataModule.__module__}.ImageFolderDataModule", f"--data.root={root}",
-                         f"--data.cache_dir={cache_dir}", *(f"--data.{k}={v}" for k, v in folder.items()),
-                         f"--output={shards}", f"--num_workers={args.workers}"])  # fmt: skip
-        convert_s = time.perf_counter() - start
-        assert code == 0, f"litstarter optimize exited {code}"
+        data_args = [f"--data={ImageFolderDataModule.__module__}.ImageFolderDataModule", f"--data.root={root}",
+                     f"--data.cache_dir={cache_dir}", *(f"--data.{k}={v}" for k, v in folder.items()),
+                     f"--num_workers={args.workers}"]  # fmt: skip
+        convert_s = {}
+        for output, extra in ((shards, []), (encoded, ["--encoded"])):
+            start = time.perf_counter()
+            code = optimize([*data_args, f"--output={output}", *extra])
+            convert_s[output.name] = time.perf_counter() - start
+            assert code == 0, f"litstarter optimize exited {code}"
+        sizes = {folder_.name: disk_size(folder_) / 2**20 for folder_ in (root, cache_dir, shards, encoded)}
         cached.setup("fit")
-        streamed = StreamingDataModule(str(shards), augmentation=FastAugmentation(), batch_size=args.batch_size,
-                                       num_workers=args.workers)  # fmt: skip
+        streamed, streamed_encoded = (
+            StreamingDataModule(str(output), augmentation=FastAugmentation(), batch_size=args.batch_size,
+                                num_workers=args.workers) for output in (shards, encoded))  # fmt: skip
         streamed.setup("fit")
+        streamed_encoded.setup("fit")
         paths = [root / p for p in cached.cache.column("train", "path")]  # in the train set's order
         labels = [int(label) for label in cached.train_set.labels]
         per_item = PerItemDecoding(paths, labels, streamed.resize_size, streamed.image_size, FastAugmentation())
         decoded = DataLoader(per_item, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
                              persistent_workers=args.workers > 0)  # fmt: skip
-        loaders = {"cache": cached.train_dataloader(), "shards": streamed.train_dataloader(), "per-item": decoded}
+        loaders = {"cache": cached.train_dataloader(), "shards": streamed.train_dataloader(), "per-item": decoded,
+                   "encoded": streamed_encoded.train_dataloader()}  # fmt: skip
         rates = interleaved_rates(loaders, args.epochs)
 
     print(f"{'pipeline':<44} {'images/s':>10}")
     print(f"{'cache: uint8 memmap + batched augment':<44} {rates['cache']:>10.0f}")
     print(f"{'shards: local LitData + batched augment':<44} {rates['shards']:>10.0f}")
     print(f"{'per-item: PIL decode + resize + augment':<44} {rates['per-item']:>10.0f}")
+    print(f"{'encoded shards: LitData + decode + augment':<44} {rates['encoded']:>10.0f}  (no target)")
     print(f"ratio shards / cache: {rates['shards'] / rates['cache']:.2f}x (target >= 0.7x); shards / per-item: "
           f"{rates['shards'] / rates['per-item']:.1f}x (target >= 3x); workers={args.workers}")  # fmt: skip
-    print(f"cache build: {build_s:.1f} s; conversion to shards (from the built cache): {convert_s:.1f} s "
-          f"({convert_s / build_s:.2f}x the build)")  # fmt: skip
+    print(f"cache build: {build_s:.1f} s; conversion to shards (from the built cache): {convert_s['shards']:.1f} s "
+          f"({convert_s['shards'] / build_s:.2f}x the build); --encoded: {convert_s['encoded']:.1f} s")  # fmt: skip
+    print("on disk: " + ", ".join(f"{name} {mib:.1f} MiB" for name, mib in sizes.items()))
 
 
 if __name__ == "__main__":
