@@ -52,3 +52,37 @@ def test_digits_encoded_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
     assert optimize(["--config", str(DEFAULT_CONFIG), "--output", str(tmp_path / "d"), "--encoded"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "image folder" in err[0], err
+
+
+def test_a_file_removed_or_changed_while_stored_is_one_line_and_writes_nothing(
+    converted, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    from litstarter.extras.streaming import command, samples
+
+    root = shutil.copytree(converted["root"], tmp_path / "photos")
+    args = [*converted["args"], "--data.root", str(root), f"--data.init_args.cache_dir={tmp_path / 'cache'}"]
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    read_splits = command.read_splits
+
+    def remove_after_the_cache_check(datamodule, encoded=False):
+        files[0].unlink()
+        return read_splits(datamodule, encoded)
+
+    monkeypatch.setattr(command, "read_splits", remove_after_the_cache_check)
+    assert optimize([*args, "--output", str(tmp_path / "a"), "--encoded"]) == 1
+    assert f"{files[0]} was removed" in capsys.readouterr().err
+    monkeypatch.setattr(command, "read_splits", read_splits)
+    image = samples._image
+
+    def rewrite_while_stored(index, split):  # the writers are forked: they see this patch
+        files[1].write_bytes(files[1].read_bytes())
+        return image(index, split)
+
+    monkeypatch.setattr(samples, "_image", rewrite_while_stored)
+    assert optimize([*args, "--output", str(tmp_path / "b"), "--encoded"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("nothing was written; run it again") and str(files[1]) in err[-1], err
+    assert not (tmp_path / "b").exists() and not list(tmp_path.glob(".b.*"))
+    monkeypatch.setattr(samples, "_image", image)
+    assert optimize([*args, "--output", str(tmp_path / "b"), "--encoded"]) == 0
+    assert json.loads((tmp_path / "b" / "shards.json").read_text())["storage"] == "encoded"

@@ -14,6 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from litstarter._engine.errors import BadInputError
 from litstarter._engine.images.shards import delete_remote, is_remote, join, remote_keys, write_manifest
 from litstarter._engine.leftovers import owner_tag, remove_stale
 from litstarter.extras.streaming.samples import Split, sample
@@ -29,9 +30,9 @@ def optimize_split(split: Split, output_dir: str, num_workers: int) -> None:
     split (``split.root``) stores its files' bytes instead of the arrays."""
     from litdata import optimize
 
-    write = functools.partial(sample, split=split)
+    before = file_stats(split)
     optimize(
-        fn=write,
+        fn=functools.partial(sample, split=split),
         inputs=list(range(len(split.ids))) if split.order is None else [int(i) for i in split.order],
         output_dir=output_dir,
         num_workers=max(1, min(num_workers, len(split.ids))),
@@ -41,6 +42,28 @@ def optimize_split(split: Split, output_dir: str, num_workers: int) -> None:
         # inherit), and skip spawn's re-import of torch, seconds per split; elsewhere LitData's default (spawn).
         start_method="fork" if sys.platform == "linux" else None,
     )
+    after = file_stats(split)
+    if before != after:
+        changed = next(i for i, (was, now) in enumerate(zip(before, after, strict=True)) if was != now)
+        raise BadInputError(f"{Path(split.root) / split.ids[changed]} changed or was removed while litstarter"
+                            f" optimize --encoded stored it; nothing was written; run it again")  # fmt: skip
+
+
+def file_stats(split: Split) -> list[tuple] | None:
+    """``--encoded``: each file's ``(size, mtime, ctime, inode)``, compared before and after the writers read them
+    (a writer that failed would leave LitData's processes behind, so they never raise: see ``samples._image``);
+    one line for a file already gone. ``None`` for a split of arrays."""
+    if split.root is None:
+        return None
+    stats = []
+    for id_ in split.ids:
+        try:
+            stat = (Path(split.root) / id_).stat()
+        except OSError:
+            raise BadInputError(f"{Path(split.root) / id_} was removed since the cache checked it; run litstarter"
+                                " optimize again") from None  # fmt: skip
+        stats.append((stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino))
+    return stats
 
 
 def is_empty(output: str) -> bool:

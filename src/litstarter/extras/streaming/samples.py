@@ -50,7 +50,10 @@ def sample(index: int, split: Split) -> dict:
 def _image(index: int, split: Split) -> np.ndarray | bytes:
     if split.root is None:
         return np.ascontiguousarray(split.images[index])
-    return (Path(split.root) / split.ids[index]).read_bytes()
+    try:
+        return (Path(split.root) / split.ids[index]).read_bytes()
+    except OSError:  # an error here would leave LitData's processes behind; convert.file_stats reports the file
+        return b""
 
 
 def _ids(datamodule: ArrayDataModule, split: str, n: int) -> list[str]:
