@@ -1,7 +1,7 @@
 """``litstarter optimize``: write a fit's data as LitData shards, for training from a folder or object storage.
 
-    litstarter optimize --config configs/data/image_folder.yaml --data.root <folder> --output <dir or s3://...>
-                        [--overwrite] [--num_workers N] [--encoded]
+    litstarter optimize --config configs/default.yaml --config configs/data/image_folder.yaml --data.root <folder>
+                        --output <dir or s3://...> [--overwrite] [--num_workers N] [--encoded]
 
 It takes ``fit``'s ``--config`` stack and options (parsed by the CLI's own parser; only ``data`` is built), builds
 the data module as ``fit`` does (an image folder lists, splits and caches through its cache, with the same bad-file
