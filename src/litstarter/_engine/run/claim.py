@@ -177,6 +177,20 @@ def hold_run(run_dir: str | os.PathLike) -> None:
     _held[run_dir] = fd
 
 
+def _forget_held_in_child() -> None:
+    """In a forked child (a data loader worker): close its copies of the lock files. A ``flock`` lasts while any
+    copy of its descriptor is open, so a worker outliving a SIGKILLed fit (by up to the 5 s a loader worker takes
+    to notice) would hold the run, and a resume started at once would be refused naming a dead process. The
+    parent's own copy keeps the lock."""
+    for fd in _held.values():
+        os.close(fd)
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows (which has no flock either)
+    os.register_at_fork(after_in_child=_forget_held_in_child)
+
+
 def hand_on_resume(run_dir: Path, ckpt: Path) -> None:
     """Leave the resumed run in :data:`RESUME_ENV` for the processes Lightning's launcher re-runs (other devices),
     which then resume the same run without choosing again (cleared by :func:`end_claim`)."""

@@ -4,7 +4,9 @@ settings overrule."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -105,10 +107,14 @@ def test_resolve_refuses_a_changed_run_and_holds_an_agreeing_one(tmp_path: Path)
 
 
 HOLD = """
-import sys, time
+import os, sys, time
 from litstarter._engine.run import claim
 claim.hold_run(sys.argv[1])
-print("held", flush=True)
+worker = os.fork()  # a data loader worker: it outlives a SIGKILLed parent until it notices
+if worker == 0:
+    time.sleep(60)
+    os._exit(0)
+print("held", worker, flush=True)
 time.sleep(60)
 """
 
@@ -117,22 +123,29 @@ def test_a_held_run_is_refused_naming_the_holder_and_free_again_once_it_is_kille
     run = tmp_path / "version_0"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True, env=env)
+    said, worker = holder.stdout.readline().split()
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert said == "held"
         with pytest.raises(run_claim.RunHeldError, match=f"process {holder.pid} on "):
             run_claim.hold_run(run)
-    finally:
-        holder.kill()  # SIGKILL: no cleanup runs, the kernel drops the lock
+        holder.kill()  # SIGKILL: no cleanup runs, the kernel drops the lock; its forked worker lives on
         holder.wait(10)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            run_claim.hold_run(run)
-            break
-        except run_claim.RunHeldError:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-    assert (run / run_claim.LOCK_FILE).is_file()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                run_claim.hold_run(run)
+                break
+            except run_claim.RunHeldError:
+                assert time.monotonic() < deadline, "the killed fit's surviving worker still holds the run"
+                time.sleep(0.05)
+        os.kill(int(worker), 0)  # the worker is still alive: the run was freed by the parent's death alone
+        assert (run / run_claim.LOCK_FILE).is_file()
+    finally:
+        holder.kill()
+        holder.wait(10)
+        run_claim.release_runs()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(worker), signal.SIGKILL)
 
 
 def test_the_settings_a_checkpoint_overrules_are_named_and_fit_refuses_another_architecture(caplog) -> None:
