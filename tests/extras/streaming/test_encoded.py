@@ -5,6 +5,7 @@ fingerprint; data without files is refused in one line."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -72,10 +73,15 @@ def test_a_file_removed_or_changed_while_stored_is_one_line_and_writes_nothing(
     assert optimize([*args, "--output", str(tmp_path / "a"), "--encoded"]) == 1
     assert f"{files[0]} was removed" in capsys.readouterr().err
     monkeypatch.setattr(command, "read_splits", read_splits)
-    image = samples._image
+    image, original = samples._image, files[1].read_bytes()
 
     def rewrite_while_stored(index, split):  # the writers are forked: they see this patch
-        files[1].write_bytes(files[1].read_bytes())
+        # The same bytes written over in place, never truncated: a writer reading it meanwhile sees it whole.
+        fd = os.open(files[1], os.O_WRONLY)
+        try:
+            os.pwrite(fd, original, 0)
+        finally:
+            os.close(fd)
         return image(index, split)
 
     monkeypatch.setattr(samples, "_image", rewrite_while_stored)
