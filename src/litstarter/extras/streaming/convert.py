@@ -30,7 +30,6 @@ def optimize_split(split: Split, output_dir: str, num_workers: int) -> None:
     split (``split.root``) stores its files' bytes instead of the arrays."""
     from litdata import optimize
 
-    before = file_stats(split)
     optimize(
         fn=functools.partial(sample, split=split),
         inputs=list(range(len(split.ids))) if split.order is None else [int(i) for i in split.order],
@@ -42,28 +41,26 @@ def optimize_split(split: Split, output_dir: str, num_workers: int) -> None:
         # inherit), and skip spawn's re-import of torch, seconds per split; elsewhere LitData's default (spawn).
         start_method="fork" if sys.platform == "linux" else None,
     )
-    after = file_stats(split)
-    if before != after:
-        changed = next(i for i, (was, now) in enumerate(zip(before, after, strict=True)) if was != now)
-        raise BadInputError(f"{Path(split.root) / split.ids[changed]} changed or was removed while litstarter"
-                            f" optimize --encoded stored it; nothing was written; run it again")  # fmt: skip
+    check_unchanged(split)
 
 
-def file_stats(split: Split) -> list[tuple] | None:
-    """``--encoded``: each file's ``(size, mtime, ctime, inode)``, compared before and after the writers read them
-    (a writer that failed would leave LitData's processes behind, so they never raise: see ``samples._image``);
-    one line for a file already gone. ``None`` for a split of arrays."""
+def check_unchanged(split: Split) -> None:
+    """``--encoded``: refuse, in one line naming it, a file whose size, times or inode differ from what the cache
+    recorded (and ``prepare_data`` checked) now that the writers have read it: it was rewritten or removed
+    meanwhile, and its stored bytes may not be those decoded. The writers never raise (a writer that failed would
+    leave LitData's processes behind; see ``samples._image``), so this check is where a file is named."""
     if split.root is None:
-        return None
-    stats = []
-    for id_ in split.ids:
+        return
+    for id_, recorded in zip(split.ids, split.recorded, strict=True):
+        path = Path(split.root) / id_
         try:
-            stat = (Path(split.root) / id_).stat()
+            stat = path.stat()
         except OSError:
-            raise BadInputError(f"{Path(split.root) / id_} was removed since the cache checked it; run litstarter"
-                                " optimize again") from None  # fmt: skip
-        stats.append((stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino))
-    return stats
+            stat = None
+        if stat is None or (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino) != tuple(recorded):
+            what = "was removed" if stat is None else "changed"
+            raise BadInputError(f"{path} {what} while litstarter optimize --encoded stored it; nothing was written;"
+                                " run it again")  # fmt: skip
 
 
 def is_empty(output: str) -> bool:

@@ -19,6 +19,9 @@ from litstarter._engine.images.shards import SHARDS_VERSION
 from litstarter.data import ArrayDataModule, DigitsDataModule, ImageFolderDataModule
 
 SPLITS = ("train", "val", "test")
+#: What the cache records of each file by its change rules (its manifest's columns); ``--encoded`` checks them again
+#: once the files are stored.
+FILE_FACTS = ("size", "mtime_ns", "ctime_ns", "inode")
 
 
 @dataclass
@@ -32,6 +35,7 @@ class Split:
         order: The order to store the samples in (indices into the arrays); ``None``: their own order.
         root: ``--encoded``: the folder the ids are paths under; each sample then stores its file's bytes (the
             files ``prepare_data`` just checked against the cache by its change rules, so the bytes are those decoded).
+        recorded: ``--encoded``: each file's :data:`FILE_FACTS` as the cache recorded them, in ``ids`` order.
     """
 
     images: np.ndarray
@@ -39,6 +43,7 @@ class Split:
     ids: list[str]
     order: np.ndarray | None = None
     root: str | None = None
+    recorded: list[tuple[int, ...]] | None = None
 
 
 def sample(index: int, split: Split) -> dict:
@@ -52,7 +57,7 @@ def _image(index: int, split: Split) -> np.ndarray | bytes:
         return np.ascontiguousarray(split.images[index])
     try:
         return (Path(split.root) / split.ids[index]).read_bytes()
-    except OSError:  # an error here would leave LitData's processes behind; convert.file_stats reports the file
+    except OSError:  # an error here would leave LitData's processes behind; convert.check_unchanged names the file
         return b""
 
 
@@ -93,7 +98,9 @@ def read_splits(datamodule: ArrayDataModule, encoded: bool = False) -> dict[str,
             order = np.random.default_rng(datamodule.seed).permutation(len(dataset)) if split == "train" else None
             found[split] = Split(dataset.images, dataset.labels, _ids(datamodule, split, len(dataset)), order)
             if encoded:
+                cache = datamodule.load_cache()
                 found[split].root = str(datamodule.root)
+                found[split].recorded = list(zip(*(cache.column(split, fact) for fact in FILE_FACTS), strict=True))
     return found
 
 
