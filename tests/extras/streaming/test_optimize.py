@@ -86,7 +86,7 @@ def test_a_non_empty_output_is_refused_in_one_line(converted, tmp_path: Path, ca
     stray.mkdir()
     (stray / "notes.txt").write_text("mine")
     assert optimize([*converted["args"], "--output", str(stray)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]  # beside the data's lines
     assert len(err) == 1 and "--overwrite" in err[0] and str(stray) in err[0], err
     assert (stray / "notes.txt").read_text() == "mine"
     # Shards of other parameters: refused too, then replaced whole with --overwrite.
@@ -179,3 +179,52 @@ def test_data_it_cannot_convert_is_refused_in_one_line(converted, tmp_path: Path
         errors = [line for line in err.splitlines() if ": error: " in line]  # beside the cache's own log lines
         assert len(errors) == 1 and named in errors[0] and "Traceback" not in err, err
     assert not (tmp_path / "out").exists()
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_output_over_above_or_inside_what_it_reads_is_refused_and_the_source_is_untouched(
+    converted, tmp_path: Path, capsys
+) -> None:
+    work = tmp_path / "work"
+    root = work / "photos"
+    shutil.copytree(converted["root"], root)
+    (work / "README").write_text("my notes")
+    files = sorted(p.relative_to(root) for p in root.rglob("*.*"))
+    (tmp_path / "meta").mkdir()
+    (tmp_path / "meta" / "labels.csv").write_text("path,label\n" + "".join(f"{p},{p.parent.name}\n" for p in files))
+    before = snapshot(tmp_path)
+    cache = tmp_path / "cache"
+    labelled = folder_args(root, cache, "--data.labels", str(tmp_path / "meta" / "labels.csv"))
+    cases = [  # (the fit's arguments, --output, the key the line names, the relation)
+        (folder_args(root, cache), root, "data.root", "is"),
+        (folder_args(root, cache), work, "data.root", "contains"),
+        (folder_args(root, cache), root / "shards", "data.root", "lies inside"),
+        (folder_args(root, cache), cache, "data.cache_dir", "is"),
+        (labelled, tmp_path / "meta", "data.labels", "contains"),
+    ]
+    for args, output, key, relation in cases:
+        assert optimize([*args, "--output", str(output), "--overwrite"]) == 2, output
+        err = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+        assert len(err) == 1 and f"{relation} {key}" in err[0] and str(output) in err[0], err
+        assert snapshot(tmp_path) == before, f"--output {output} changed the files"
+    assert not (root / "shards").exists() and not cache.exists()
+
+
+def test_overwrite_replaces_only_shards_and_says_what_it_removes(converted, tmp_path: Path, capsys) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(converted["output"], copy)
+    (copy / "train" / "notes.txt").write_text("mine")
+    other = folder_args(converted["root"], converted["cache_dir"], "--data.image_size", "16")
+    assert optimize([*other, "--output", str(copy), "--overwrite"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+    assert len(err) == 1 and "train/notes.txt" in err[0] and "not shards" in err[0], err
+    assert (copy / "train" / "notes.txt").read_text() == "mine" and (copy / "shards.json").is_file()
+    (copy / "train" / "notes.txt").unlink()
+    assert optimize([*other, "--output", str(copy), "--overwrite"]) == 0
+    (said,) = [line for line in capsys.readouterr().out.splitlines() if "--overwrite replaces" in line]
+    assert "shards.json" in said and "train/ (" in said and "val/ (" in said, said
+    assert json.loads((copy / "shards.json").read_text())["image_size"] == [16, 16]

@@ -84,6 +84,14 @@ def remote_keys(url: str) -> list[str]:
     return [item["Key"] for item in listed.get("Contents", [])]
 
 
+def remote_files(url: str) -> list[str]:
+    """Every object key under an ``s3://`` prefix, relative to it."""
+    bucket, prefix = _bucket_key(url)
+    prefix = prefix.rstrip("/") + "/" if prefix else ""
+    pages = _s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    return [item["Key"][len(prefix) :] for page in pages for item in page.get("Contents", [])]
+
+
 def delete_remote(url: str) -> None:
     """Delete every object under an ``s3://`` prefix (``--overwrite``: after its manifest, so it is never whole)."""
     bucket, prefix = _bucket_key(url)

@@ -25,11 +25,13 @@ from litstarter._engine.images.shards import SHARDS_VERSION, manifest_problem, r
 from litstarter._engine.run.logs import show_litstarter_logs
 from litstarter.cli import LitStarterCLI, fill_in_backbone_resize, interpolation_of, resize_size_of
 from litstarter.extras.streaming.convert import is_empty, write_shards
+from litstarter.extras.streaming.output import check_apart, what_overwrite_removes
 from litstarter.extras.streaming.samples import (
     Split,
     check_convertible,
     check_encodable,
     fingerprint,
+    input_paths,
     read_splits,
     source_params,
     split_description,
@@ -117,12 +119,16 @@ def main(argv: list[str]) -> int:
         return 0
     options, fit_args = split_options(argv)
     output, started = options["output"], time.perf_counter()
+    datamodule = fit_data_module(fit_args)
+    check_apart(output, input_paths(datamodule))  # the output is replaced whole: never over the source
     empty = is_empty(output)
     existing = None if empty else read_manifest(output)
+    # What --overwrite would remove; anything but shards there is refused (with --overwrite, or with no shards.json)
+    replacing = not empty and (existing is None or options["overwrite"])
+    removes = what_overwrite_removes(output) if replacing else None
     refusal = f"--output {output} is not empty; pass --overwrite to replace what it holds"
     if not empty and existing is None and not options["overwrite"]:
         raise UsageError(refusal)  # before any work: nothing of ours is there
-    datamodule = fit_data_module(fit_args)
     show_litstarter_logs()  # the cache's own lines (a build starting, why it is rebuilt) on stderr
     check_convertible(datamodule)  # before the cache is built
     if options["encoded"]:
@@ -137,6 +143,8 @@ def main(argv: list[str]) -> int:
         return 0
     if existing is not None and not options["overwrite"]:
         raise UsageError(f"{refusal} (its shards.json is of another source or parameters)")
+    if removes is not None:
+        print(f"litstarter optimize: --overwrite replaces what {output} held: {removes}")
     write_shards(splits, shards_manifest(datamodule, splits, params, digest), output, options["num_workers"])
     total = sum(len(split.ids) for split in splits.values())
     print(f"litstarter optimize: wrote {total} images ({', '.join(f'{k} {len(v.ids)}' for k, v in splits.items())})"

@@ -73,6 +73,22 @@ def _ids(datamodule: ArrayDataModule, split: str, n: int) -> list[str]:
     return [f"{split}/{i}" for i in range(n)]
 
 
+def input_paths(datamodule) -> dict[str, Path]:
+    """The local paths a data module reads, by the key that names them: an image folder's root, its labels file and
+    its cache folder; the digits' split file; another module's ``root`` if it has one. (A labels file's folder is
+    not one: a shards folder beside ``labels.csv`` is the usual layout, and only the file is read there.)"""
+    if isinstance(datamodule, ImageFolderDataModule):
+        folder = datamodule.folder
+        found = {"data.root": folder.root, "data.cache_dir": folder.cache_dir}
+        if folder.layout.labels is not None:
+            found["data.labels"] = Path(folder.layout.labels)
+        return found
+    if isinstance(datamodule, DigitsDataModule):
+        return {"data.split_file": Path(datamodule.split_file)} if datamodule.split_file else {}
+    root = getattr(datamodule, "root", None)
+    return {"data.root": Path(root)} if isinstance(root, (str, Path)) else {}
+
+
 def check_convertible(datamodule) -> None:
     """Refuse, in one line, data that ``optimize`` cannot write: splits that are not arrays (shards already), or
     multi-label data (one label per sample is what the shards hold)."""
