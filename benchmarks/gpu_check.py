@@ -162,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
 
     gpu = torch.cuda.is_available() and not args.dry_run
     if not gpu and not args.dry_run:
-        parser.error("no CUDA device here: the full check needs one; --dry-run runs it on the CPU at tiny sizes")
+        # One line, no usage block: the machine is the problem, not the arguments.
+        why = "no CUDA device here: the full check needs one; --dry-run runs it on the CPU at tiny sizes"
+        print(f"gpu_check: error: {why}", file=sys.stderr)
+        return 2
     if args.dry_run:
         torch.set_num_threads(1)  # tiny fits: a second thread only adds contention on a shared machine
     args.out.mkdir(parents=True, exist_ok=True)

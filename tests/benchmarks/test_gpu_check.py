@@ -102,3 +102,22 @@ def test_selected_sections_keep_their_order_and_bring_the_precision_they_compare
     assert gpu_check.selected(None) == SECTIONS
     with pytest.raises(SystemExit, match="--only nope"):
         gpu_check.selected("nope")
+
+
+@pytest.mark.slow
+def test_the_device_script_refuses_a_machine_without_cuda_in_one_line(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the refusal is for one without")
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), "run", str(tmp_path / "out"), "--only", "precision"],
+        env=launcher_env(PYTHON=sys.executable),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(lines) == 1 and "no CUDA device" in lines[0] and "--dry-run" in lines[0], lines
+    assert not (tmp_path / "out" / "gpu_check.json").exists()

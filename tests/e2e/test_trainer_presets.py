@@ -117,3 +117,19 @@ def test_gradient_clipping_bounds_the_update_and_the_logged_norm_is_before_clipp
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
     assert probe.norm == pytest.approx(0.001, rel=1e-3)
     assert cli.trainer.callback_metrics["train/grad_norm"] > 0.01  # logged before clipping
+
+
+def test_the_gpu_perf_presets_each_run_a_step_on_a_cpu(tmp_path: Path) -> None:
+    """configs/perf/channels_last.yaml and compile.yaml over the gpu preset, on the CPU: what a GPU run turns on
+    still parses and takes a training step here (compile with its own mode, through inductor's CPU backend)."""
+    one_step = ["--trainer.accelerator=cpu", "--trainer.limit_train_batches=1", "--trainer.limit_val_batches=1"]
+    for name, check in (("channels_last", "channels_last"), ("compile", "compile")):
+        perf = ["--config", str(CONFIGS / "perf" / f"{name}.yaml")]
+        cli = build(tmp_path / name, *preset("gpu"), *perf, *one_step)
+        assert getattr(cli.model.hparams, check), name
+        cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+        assert cli.trainer.global_step == 1, name
+        assert torch.isfinite(cli.trainer.callback_metrics["train/loss_step"]), name
+        if name == "channels_last":
+            conv = next(m for m in cli.model.modules() if isinstance(m, torch.nn.Conv2d))
+            assert conv.weight.is_contiguous(memory_format=torch.channels_last)
