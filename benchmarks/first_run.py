@@ -57,11 +57,12 @@ def fit(base_args: list[str], extra: list[str], epochs: int) -> tuple[float, flo
     """Fit the image-folder default; return (train images/s, val/acc after the last epoch, parameters)."""
     from litstarter.cli import LitStarterCLI
     from litstarter.data.base import ArrayDataModule
-    from litstarter.task import ImageClassifier
+    from litstarter.tasks.base import ImageTask
 
     cli = LitStarterCLI(
-        ImageClassifier,
+        ImageTask,
         ArrayDataModule,
+        subclass_mode_model=True,
         subclass_mode_data=True,
         run=False,
         auto_configure_optimizers=False,

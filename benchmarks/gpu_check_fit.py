@@ -17,7 +17,8 @@ import yaml
 from gpu_check_device import UtilisationSampler, tf32, utilisation_reader
 from torch.utils.data import DataLoader, Dataset
 
-from litstarter.task import ImageClassifier, batch_size
+from litstarter.tasks.base import batch_size
+from litstarter.tasks.classification import ImageClassifier
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"

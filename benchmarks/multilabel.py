@@ -4,8 +4,8 @@
         [-- <extra fit arguments>]
 
 Writes ``--images`` digit composites (``examples/multilabel_digits.py``: 1 to 3 different digits on a 48 px canvas,
-skewed label frequencies) to a temporary folder, then runs the command the config opens with,
-``litstarter fit --config configs/default.yaml --config configs/data/image_folder.yaml --config
+skewed label frequencies) to a temporary folder, then runs the command the config opens with, ``litstarter fit --config
+configs/default.yaml --config configs/data/image_folder.yaml --config configs/task/multilabel.yaml --config
 configs/experiment/multilabel.yaml --data.root <folder>``, with ``--trainer.max_time`` at ``--minutes``, in a
 subprocess. Anything after ``--`` is appended to the fit's arguments (an ablation: ``-- --model.pos_weight auto``).
 
@@ -44,6 +44,7 @@ def main() -> None:
         minutes = int(opts.minutes), round(opts.minutes % 1 * 60)
         args = [
             *("--config", str(CONFIGS / "default.yaml"), "--config", str(CONFIGS / "data" / "image_folder.yaml")),
+            *("--config", str(CONFIGS / "task" / "multilabel.yaml")),
             *("--config", str(CONFIGS / "experiment" / "multilabel.yaml")),
             f"--data.root={root}",
             f"--data.init_args.cache_dir={tmp}/cache",

@@ -37,7 +37,7 @@ from lightning.pytorch.callbacks import LearningRateMonitor, ProgressBar, Throug
 
 from litstarter.callbacks import PlotConfusionMatrix
 from litstarter.cli import LitStarterCLI
-from litstarter.task import ImageClassifier
+from litstarter.tasks.base import ImageTask
 
 REPO = Path(__file__).resolve().parents[1]
 #: Callbacks that exist only to report (they need a logger or a terminal); removed for the "quiet" loop.
@@ -90,8 +90,9 @@ def median_steps(epochs: list[list[tuple[float, float]]]) -> tuple[float, float]
 
 def build(args: list[str]) -> LitStarterCLI:
     return LitStarterCLI(
-        ImageClassifier,
+        ImageTask,
         L.LightningDataModule,
+        subclass_mode_model=True,
         subclass_mode_data=True,
         run=False,
         auto_configure_optimizers=False,

@@ -146,7 +146,7 @@ def fit_and_test(base_args: list[str], extra: list[str], epochs: int, test: bool
     time, test macro-F1 (NaN untested), the recipe's own work as a share of the steps' CPU time)."""
     from litstarter.cli import LitStarterCLI
     from litstarter.data.base import ArrayDataModule
-    from litstarter.task import ImageClassifier
+    from litstarter.tasks.classification import ImageClassifier
 
     cli = LitStarterCLI(
         ImageClassifier,

@@ -379,8 +379,9 @@ def write_digit_composites(root: Path, images: int, seed: int = 0) -> Path:
 
 def multilabel_fit_args(save_dir: Path, root: Path, labels: str, name: str, epochs: int = 2) -> list[str]:
     """A quick fit of ``configs/experiment/multilabel.yaml`` on a composite folder from ``labels`` (at 32 px)."""
+    configs = [FOLDER_CONFIG, CONFIGS / "task" / "multilabel.yaml", CONFIGS / "experiment" / "multilabel.yaml"]
     return [
-        *fast_fit_args(save_dir, epochs, name, configs=[FOLDER_CONFIG, CONFIGS / "experiment" / "multilabel.yaml"]),
+        *fast_fit_args(save_dir, epochs, name, configs=configs),
         f"--data.init_args.root={root}",
         f"--data.init_args.labels={labels}",
         f"--data.init_args.cache_dir={save_dir / 'cache'}",

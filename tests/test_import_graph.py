@@ -2,9 +2,9 @@
 
 Three zones, by who owns the code:
 
-* the project (``cli``, ``task``, ``optim``, ``losses``, ``metrics``, ``models/``, ``data/``, ``callbacks/``): what an
-  owner reads and edits. New recipes and tasks go here: a timm adapter in ``models/``, EMA or MixUp configs, a
-  second task module beside ``task.py`` (each counted apart from the single-label budget below);
+* the project (``cli``, ``tasks/``, ``optim``, ``losses``, ``metrics``, ``models/``, ``data/``, ``callbacks/``): what
+  an owner reads and edits. New recipes and tasks go here: a timm adapter in ``models/``, EMA or MixUp configs, a
+  task module (and its torch-free answers) in ``tasks/``;
 * the engine (``_engine/``): what they never need to open. Run handling, caches, leakage hashing and baselines go
   here: ``fit`` and the extras both use them. It imports only itself, and only with relative imports, so that it
   can be updated from upstream as one tree;
@@ -13,7 +13,8 @@ Three zones, by who owns the code:
 
 Only the entry point (``__main__``) reaches the extras, and it does so by name (their ``__init__`` holds only
 constants), so nothing in the project or the engine imports one. ``models/`` never imports Lightning. No cycles,
-counting imports inside functions (a cycle dodged with a local import is still a cycle).
+counting imports inside functions (a cycle dodged with a local import is still a cycle). Downstream code asks a task's
+answers and never tests a task's name, and those answers import neither torch nor Lightning.
 """
 
 from __future__ import annotations
@@ -28,25 +29,6 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 EXTRA_USES: dict[str, set[str]] = {
     "serve": {"deploy"},  # extra: serve
 }
-#: The project zone's lines on the single-label training path (cli -> task -> models -> data -> the callbacks the
-#: default config lists), following imports within the zone.
-# +15: the task's MixUp/CutMix and TTA arguments and hooks (logic in the engine); +30: val/select (what the
-# checkpoints follow) and small_cnn's raw + standardised input; +13: the digits' split_file (cv's folds).
-# +94: timm's models by name: the registry's prefixed families (+33), layer-wise LR decay's groups and per-group
-# lr_scale in optim (+50), the task's layer_decay argument and the backbone's pretrained normalisation (+11).
-# +48: the task switch (data.task linked into model.task, TASKS), multi-label's two task arguments and (N, K)
-# targets in the dataset and the image-folder module (the multi-label task module itself is counted apart); +3
-# where both landed in task.py's signature and docstring. +37: a timm backbone's resize respected: the CLI fills
-# data.interpolation / data.crop_pct from its pretrained config and links the filter into the model (+29), the
-# image-folder module's two arguments (+7) and the task's interpolation argument (+1). +2: data.StreamingDataModule's
-# export (the module and its dataset are counted apart: an optional data source, deleted with the streaming extra).
-# +29: small_cnn's global_pool (avg, max or catavgmax, timm's names), which the multi-label experiment config
-# sets: an average dilutes a small object in a larger image; +6: a backbone argument its factory lacks is one line.
-TRAINING_PATH_BUDGET = 2477
-#: Backbone families beyond the default ``small_cnn`` and the second task (multi-label): project code an owner may
-#: edit, counted apart from the single-label budget.
-COUNTED_APART = ("models.torchvision_backbones", "models.timm_backbones", "models.timm_data_config", "multilabel_task")
-COUNTED_APART += ("data.streaming", "data.streaming_dataset")  # extra: streaming
 #: Modules at the top of the package (besides ``__init__``).
 TOP_LEVEL_MODULES = 8
 
@@ -152,20 +134,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def training_path(graph: dict[str, set[str]], package: str) -> list[str]:
-    """The project modules that training end to end reaches: from ``cli`` and the modules ``configs/default.yaml``
-    names (the data module, the callbacks, the scheduler, the task), following imports within the project."""
-    default = (SRC.parent / "configs" / "default.yaml").read_text()
-    named = {f"{package}.{m}" for m in ("cli", "task", "data", "callbacks", "optim") if f"{package}.{m}" in default}
-    todo, reached = [f"{package}.cli", *sorted(named)], set()
-    while todo:
-        module = todo.pop()
-        if module not in reached:
-            reached.add(module)
-            todo += [t for t in graph.get(module, ()) if t.startswith(package) and zone(t) == "project"]
-    return sorted(reached)
-
-
 def test_the_package_follows_the_zones() -> None:
     graph, absolute, _ = import_graph()
     assert violations(graph, absolute, package_dir().name, EXTRA_USES) == []
@@ -176,13 +144,46 @@ def test_the_top_of_the_package_stays_small() -> None:
     assert len(top) <= TOP_LEVEL_MODULES, top
 
 
-def test_training_end_to_end_reads_within_the_project_budget() -> None:
-    graph, _, files = import_graph()
+def task_names(package: Path) -> set[str]:
+    """The ``task_name`` / ``name`` string each task module and answers module under ``tasks/`` assigns."""
+    names = set()
+    for path in (package / "tasks").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value:
+                if any(isinstance(t, ast.Name) and t.id in ("task_name", "name") for t in node.targets):
+                    names.add(node.value.value)
+    return names
+
+
+def test_downstream_code_asks_the_task_and_never_tests_its_name() -> None:
+    package = package_dir()
+    names = task_names(package)
+    assert {"single_label", "multilabel"} <= names, names
+    found = []
+    for extra in ("deploy", "serve", "cv", "tune", "inspect"):
+        for path in sorted((package / "extras" / extra).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.Compare):
+                    continue
+                for constant in (c.value for c in ast.walk(node) if isinstance(c, ast.Constant)):
+                    if constant in names:
+                        found.append(f"{path.relative_to(package)}:{node.lineno} compares with {constant!r}")
+    assert found == [], "ask the task's answers (litstarter.tasks.answers) instead:\n" + "\n".join(found)
+
+
+def test_what_infer_and_serve_use_of_a_task_imports_neither_torch_nor_lightning() -> None:
+    graph, _, _ = import_graph()
     package = package_dir().name
-    path = [m for m in training_path(graph, package) if m not in {f"{package}.{a}" for a in COUNTED_APART}]
-    lines = {module: len(files[module].read_text().splitlines()) for module in path}
-    print("\n".join(f"{n:5} {m}" for m, n in lines.items()) + f"\n{sum(lines.values()):5} in {len(lines)} files")
-    assert sum(lines.values()) <= TRAINING_PATH_BUDGET, lines
+    answers = [m for m in graph if m.startswith(f"{package}.tasks.") and m.endswith("answers")]
+    assert f"{package}.tasks.answers" in answers
+    todo, reached = list(answers), set()
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += [t for t in graph.get(module, ()) if t.startswith(package + ".")]
+    heavy = {m: graph[m] & {"torch", "lightning", "torchvision", "torchmetrics"} for m in reached}
+    assert not {m: h for m, h in heavy.items() if h}, heavy
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -14,14 +14,14 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.cli import LightningArgumentParser
 
-from litstarter import multilabel_task  # noqa: F401  (adds task: multilabel to litstarter.task.TASKS)
 from litstarter._engine.baseline import add_baseline_to_metrics
 from litstarter._engine.run.checks import data_fact, num_classes_of
 from litstarter._engine.run.cli import RunCLI
 from litstarter._engine.run.tracking import SaveConfigAndLogIt
 from litstarter.callbacks.write_test_metrics import WriteTestMetrics
 from litstarter.models.timm_data_config import resize_of
-from litstarter.task import ImageClassifier
+from litstarter.tasks import classification, multilabel  # noqa: F401  (the package's tasks, by short name too)
+from litstarter.tasks.base import ImageTask
 
 log = logging.getLogger("litstarter")
 
@@ -42,6 +42,8 @@ def fill_in_backbone_resize(config) -> None:
     and ``data.crop_pct`` where the data module takes them and they are unset, so that the cache, ``model.json``,
     ``infer`` and ``serve`` resize as the backbone expects; one line says so."""
     model, data = config.get("model") or {}, config.get("data")
+    if hasattr(model, "get") and "class_path" in model:  # the task, by class path: its arguments
+        model = model.get("init_args") or {}
     resize = resize_of(model.get("backbone"))
     args = data.get("init_args") if data is not None and hasattr(data, "get") else None
     if resize is None or args is None:
@@ -52,12 +54,6 @@ def fill_in_backbone_resize(config) -> None:
     if filled:
         given = ", ".join(f"data.{k}={v}" for k, v in filled.items())
         log.info("data: %s from %s's pretrained config (the resize it expects)", given, model.get("backbone"))
-
-
-def task_of(datamodule) -> str:
-    """The task the data's targets are for (``data.task``, linked into ``model.task``): ``single_label`` unless the
-    data module says otherwise (a multi-label labels file says ``multilabel``)."""
-    return getattr(datamodule, "task", "single_label")
 
 
 class LitStarterCLI(RunCLI):
@@ -74,10 +70,9 @@ class LitStarterCLI(RunCLI):
             "class_names": functools.partial(data_fact, name="class_names"),
             "resize_size": resize_size_of,  # inference on files resizes to it
             "interpolation": interpolation_of,  # with this filter
-            "task": task_of,  # the data decides the task: multi-hot targets need the multi-label one
         }
         for target, compute in links.items():
-            parser.link_arguments("data", f"model.{target}", compute_fn=compute, apply_on="instantiate")
+            parser.link_arguments("data", f"model.init_args.{target}", compute_fn=compute, apply_on="instantiate")
         parser.add_argument(
             "--baseline",
             type=bool,
@@ -97,12 +92,18 @@ class LitStarterCLI(RunCLI):
         super().before_instantiate_classes()
         fill_in_backbone_resize(self.active_config())
 
+    def instantiate_classes(self) -> None:
+        """Build everything, then let the task refuse data whose targets are another task's (one line)."""
+        super().instantiate_classes()
+        if isinstance(self.model, ImageTask) and self.datamodule is not None:
+            self.model.check_targets(self.datamodule)
+
     def after_fit(self) -> None:
         """Test the best checkpoint on the test split, unless ``test_after_fit: false``; then the engine's after-fit
         (MLflow gets the run's files)."""
         if self.active_config().get("test_after_fit") and not self.trainer.interrupted:
             self.test_best_checkpoint()
-            if self.active_config().get("baseline") and task_of(self.datamodule) == "single_label":
+            if self.active_config().get("baseline") and getattr(self.model, "linear_baseline", False):
                 self.compare_with_baseline()
         super().after_fit()
 
@@ -138,9 +139,10 @@ def main(
         run_dir: The run's folder for every logger (a sweep's trials); None: the loggers decide.
     """
     return LitStarterCLI(
-        ImageClassifier,
+        ImageTask,  # the task, by class path: configs/default.yaml names one, configs/task/ the others
         L.LightningDataModule,  # any data module that provides the facts above (see litstarter.data.base)
         run_dir=run_dir,
+        subclass_mode_model=True,
         subclass_mode_data=True,
         save_config_callback=SaveConfigAndLogIt,
         save_config_kwargs={"overwrite": True},

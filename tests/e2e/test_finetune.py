@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, best_checkpoint, fast_fit_args, make_image_folder, run_cli
 
 FIRST_HALF = "--data.init_args.classes=[0,1,2,3,4]"

@@ -40,7 +40,7 @@ def test_the_task_learns_and_reports_every_metric_at_the_tuned_thresholds_and_at
     assert found["test/map_macro"] > chance + 0.05, (found["test/map_macro"], chance)
     assert "test/baseline_acc" not in found  # the pixel baseline is single-label
     checkpoint = torch.load(multilabel_runs["labels"] / "checkpoints" / "last.ckpt", weights_only=True)
-    assert checkpoint["hyper_parameters"]["task"] == "multilabel"
+    assert checkpoint["task"] == "multilabel"
     assert "model.pos_weight: auto -> {" in multilabel_runs["output"]
     weights = checkpoint["state_dict"]["criterion.pos_weight"]  # negatives / positives of train
     assert weights.shape == (10,) and weights[5:].mean() > weights[:5].mean() > 1  # the composites favour low digits
@@ -76,6 +76,29 @@ def test_a_multilabel_run_predicts_and_resumes_with_its_labels_and_thresholds(mu
     (resumed,) = (tmp_path / "resumed").glob("*/version_*/checkpoints/last.ckpt")
     after = torch.load(resumed, weights_only=True)
     assert after["epoch"] == before["epoch"] + 1  # one more epoch, from where the run stopped
-    assert after["hyper_parameters"]["task"] == "multilabel"
+    assert after["task"] == "multilabel"
     assert after["hyper_parameters"]["class_names"] == before["hyper_parameters"]["class_names"]
     assert after["state_dict"]["label_thresholds"].shape == (10,)  # tuned again after the resumed fit
+
+
+def test_targets_of_another_task_are_refused_in_one_line_naming_both_and_the_config(tmp_path: Path) -> None:
+    from litstarter._engine.errors import UsageError
+    from tests.helpers import CONFIGS, FOLDER_CONFIG, fast_fit_args, write_digit_composites, write_digit_photos
+
+    composites = write_digit_composites(tmp_path / "composites", 40)
+    photos = write_digit_photos(tmp_path / "photos", {"": [4] * 3}, sizes=(20, 28))
+    cache = f"--data.init_args.cache_dir={tmp_path / 'cache'}"
+    single = fast_fit_args(tmp_path / "runs", 1, configs=[FOLDER_CONFIG])
+    multi = fast_fit_args(tmp_path / "runs", 1, configs=[FOLDER_CONFIG, CONFIGS / "task" / "multilabel.yaml"])
+    label_sets = [f"--data.init_args.root={composites}", "--data.init_args.labels=labels.csv", cache]
+    with pytest.raises(UsageError) as refused:
+        run_cli([*single, *label_sets])
+    message = str(refused.value)
+    assert "data.labels 'labels.csv'" in message and "label_set targets" in message, message
+    assert "ImageClassifier" in message and "configs/task/multilabel.yaml" in message, message
+    with pytest.raises(UsageError) as refused:
+        run_cli([*multi, f"--data.init_args.root={photos}", cache])
+    message = str(refused.value)
+    assert f"data.root '{photos}'" in message and "class targets" in message, message
+    assert "MultilabelClassifier" in message and "configs/default.yaml" in message, message
+    assert not list((tmp_path / "runs").rglob("*.ckpt"))

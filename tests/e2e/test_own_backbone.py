@@ -22,7 +22,7 @@ def test_your_backbone_trains_and_loads_in_a_fresh_process(tmp_path: Path) -> No
     ckpt = tmp_path / "mine" / "version_0" / "checkpoints" / "last.ckpt"
 
     script = (
-        "from litstarter.task import ImageClassifier\n"
+        "from litstarter.tasks.classification import ImageClassifier\n"
         f"model = ImageClassifier.load_from_checkpoint({str(ckpt)!r}, map_location='cpu')\n"
         "print(type(model.net.backbone).__module__, type(model.net.backbone).__name__, model.net.backbone.num_features)"
     )

@@ -79,7 +79,7 @@ def test_flip_tta_on_a_flip_invariant_folder_changes_logits_keeps_top1_and_is_re
     """Classes by colour (noisy, overlapping: a short fit gets most but not all): a mirror image keeps its class,
     so averaging over flips changes the logits but must not cost top-1; metrics.json says which views were used."""
     from litstarter._engine.tta import tta_logits
-    from litstarter.task import ImageClassifier
+    from litstarter.tasks.classification import ImageClassifier
 
     counts = {split: {c: n for c in ("red", "green", "blue")} for split, n in (("train", 24), ("val", 8), ("test", 20))}
     root = make_image_folder(tmp_path / "photos", counts, colours="distinct", spread=70.0, noise=90.0, size=(16, 16))

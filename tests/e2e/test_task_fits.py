@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from litstarter.optim import WarmupCosineLR
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 from tests.helpers import REPO, best_checkpoint, fast_fit_args, run_cli
 
 
@@ -34,7 +34,7 @@ def test_checkpoint_loads_standalone_in_a_fresh_process_with_the_same_test_accur
     # 2) a fresh interpreter, no config: load_from_checkpoint alone
     script = f"""
 import json, torch
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 from litstarter.data import DigitsDataModule
 model = ImageClassifier.load_from_checkpoint({str(best)!r}, map_location="cpu").eval()
 dm = DigitsDataModule(num_workers=0); dm.setup()

@@ -11,7 +11,7 @@ import torch
 
 from litstarter.cli import LitStarterCLI
 from litstarter.data.base import ArrayDataModule
-from litstarter.task import ImageClassifier
+from litstarter.tasks.base import ImageTask
 from tests.helpers import CONFIGS, fast_fit_args, run_cli
 
 TINY = ["--trainer.limit_train_batches=4", "--trainer.limit_val_batches=2", "--trainer.limit_test_batches=2"]
@@ -29,7 +29,13 @@ def build(tmp_path: Path, *extra: str) -> LitStarterCLI:
     """The CLI's model, data and Trainer, not yet fitted (to add a probe callback first)."""
     args = [*fast_fit_args(tmp_path, epochs=1)[1:], *extra]
     return LitStarterCLI(
-        ImageClassifier, ArrayDataModule, subclass_mode_data=True, run=False, auto_configure_optimizers=False, args=args
+        ImageTask,
+        ArrayDataModule,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        run=False,
+        auto_configure_optimizers=False,
+        args=args,
     )
 
 

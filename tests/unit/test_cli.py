@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,23 @@ def test_fit_help_documents_model_and_data_arguments(capsys) -> None:
     with pytest.raises(SystemExit):
         run_cli(["fit", "--config", str(DEFAULT_CONFIG), "--help"])
     out = capsys.readouterr().out
-    assert "--model.label_smoothing" in out and "label smoothing" in out.lower()
-    assert "--test_after_fit" in out
+    assert "--model CONFIG | CLASS_PATH_OR_NAME" in out and "--test_after_fit" in out
+
+
+def test_each_tasks_help_lists_its_own_arguments_and_the_shared_ones_and_no_other_tasks(capsys) -> None:
+    own = {
+        "ImageClassifier": ("label_smoothing", "class_weights", "mixup_alpha", "cutmix_alpha", "tta"),
+        "MultilabelClassifier": ("label_smoothing", "pos_weight", "thresholds"),
+    }
+    shared = ("backbone", "weights", "init_from", "backbone_lr_scale", "layer_decay", "compile", "optimizer")
+    for task, arguments in own.items():
+        with pytest.raises(SystemExit):
+            run_cli(["fit", "--model.help", task])
+        out = capsys.readouterr().out
+        listed = set(re.findall(r"--model\.(\w+)", out))
+        others = {a for t, args in own.items() if t != task for a in args} - set(arguments)
+        assert set(arguments) | set(shared) <= listed, (task, listed)
+        assert not listed & others, (task, listed & others)
 
 
 def test_unknown_config_key_fails_at_parse_time_naming_the_key_the_file_and_the_nearest_option(tmp_path: Path) -> None:

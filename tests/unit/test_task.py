@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from litstarter.data import DigitsDataModule
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 from tests.helpers import REPO, run_cli
 
 

@@ -10,7 +10,7 @@ import torch
 
 from litstarter.data import ImageFolderDataModule
 from litstarter.losses import inverse_frequency_weights
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 from tests.helpers import make_image_folder
 
 

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from litstarter.optim import weight_decay_groups
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, fast_fit_args, run_cli
 
 TINY = ["--trainer.limit_train_batches=4", "--trainer.limit_val_batches=2", "--test_after_fit=false"]

@@ -32,8 +32,9 @@ class ImageFolderDataModule(ArrayDataModule):
             test, ``test`` evaluates val). Split folders may also be ``training``, ``valid``, ``validation``,
             ``dev`` or ``testing``, in any case.
         labels: A CSV of ``path,label[,split]`` rows, relative to ``root`` (as are its paths), instead of class
-            folders; without a ``split`` column the splits come from the fractions. A ``labels`` column (``;``-separated
-            names) or one 0/1 column per label makes the data multi-label (``task``: ``multilabel``; docs/data.md).
+            folders; without a ``split`` column the splits come from the fractions. A ``labels`` column
+            (``;``-separated names) or one 0/1 column per label makes the data multi-label (train it with
+            ``configs/task/multilabel.yaml``; docs/data.md).
         image_size: Training and evaluation size: an int, ``[height, width]`` or ``auto``: the median short side
             of the images (from their headers), a multiple of 8 within 32-224 px (logged).
         channels: 3 (RGB), 1 (grayscale) or ``auto``: 1 when every file header says grey, else 3 (logged).
@@ -104,8 +105,10 @@ class ImageFolderDataModule(ArrayDataModule):
         self.root, self.channels, self.class_names = self.folder.root, self.folder.channels, self.folder.class_names
         self.image_size, self.resize_size = self.folder.image_size, self.folder.resize_size
         self.interpolation = self.folder.interpolation  # linked into the model: infer resizes as the cache did
-        # A multi-label labels file (a `labels` column, or one 0/1 column per label) makes the task multi-label.
-        self.task = "multilabel" if self.folder.multilabel else "single_label"
+        # What the targets are, checked by the task: a multi-label labels file (a `labels` column, or one 0/1 column
+        # per label) holds label sets, class folders and a `label` column one class per image.
+        self.target_kind = "label_set" if self.folder.multilabel else "class"
+        self.target_source = f"data.labels '{labels}'" if labels is not None else f"data.root '{self.root}'"
         if self.folder.multilabel and sampler != "none":
             raise UsageError(f"data.sampler {sampler!r} balances single classes; multi-label data takes 'none'")
         self.sampler = sampler

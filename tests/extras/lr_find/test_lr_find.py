@@ -50,7 +50,7 @@ def test_the_sweep_writes_the_curve_and_a_delta_that_stacks_and_nothing_else(tmp
     with pytest.raises(SystemExit):  # the delta stacks onto the config it was found for
         run_cli(["fit", "--config", str(DEFAULT_CONFIG), "--config", str(out / "lr_find.yaml"), "--print_config"])
     printed = yaml.safe_load(capsys.readouterr().out)
-    assert printed["model"]["optimizer"]["init_args"]["lr"] == suggestion
+    assert printed["model"]["init_args"]["optimizer"]["init_args"]["lr"] == suggestion
 
 
 def test_a_killed_sweep_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:

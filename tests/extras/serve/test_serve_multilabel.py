@@ -53,14 +53,41 @@ def test_eager_onnx_infer_and_serve_agree_on_label_sets_and_probabilities(multil
     server = start_server(out / "model.onnx")
     try:
         with httpx.Client(base_url=server.url, timeout=30) as client:
-            answers = [client.post("/predict", content=f.read_bytes(), headers={"Content-Type": "image/png"}).json()
-                       for f in files]  # fmt: skip
+            png = {"Content-Type": "image/png"}
+            answers = [client.post("/predict", content=f.read_bytes(), headers=png).json() for f in files]
+        served = np.array([[a["probabilities"][n] for n in contract.class_names] for a in answers])
+        check_the_v2_route_gives_the_same_probabilities(server, contract, files, served)
     finally:
         assert server.stop() == 0, server.output()
-    served = np.array([[a["probabilities"][n] for n in contract.class_names] for a in answers])
     np.testing.assert_allclose(served, eager, atol=ATOL)
     near = np.abs(eager - np.array(contract.thresholds)).min(axis=1) < ATOL  # a probability on its threshold may flip
     for i in np.flatnonzero(~near):
         assert (rows[i]["labels"].split(";") if rows[i]["labels"] else []) == eager_labels[i]
         assert answers[i]["labels"] == eager_labels[i]
     assert sum(len(labels) for labels in eager_labels) > 0
+
+
+def check_the_v2_route_gives_the_same_probabilities(server, contract, files, served: np.ndarray) -> None:
+    """tritonclient over the Open Inference Protocol, sent the contract's NumPy reference preprocessing of each
+    file: its ``probabilities`` are ``/predict``'s sigmoids (not a softmax), and Triton's classification ranks the
+    labels by them."""
+    triton_http = pytest.importorskip("tritonclient.http")
+
+    client = triton_http.InferenceServerClient(server.url.removeprefix("http://"), network_timeout=30)
+    batch = np.stack([contract.load_image(f) for f in files])  # (20, C, H, W) uint8
+    tensor = triton_http.InferInput("input", list(batch.shape), "UINT8")
+    tensor.set_data_from_numpy(batch)
+    wanted = [
+        triton_http.InferRequestedOutput("probabilities"),
+        triton_http.InferRequestedOutput("logits", class_count=3),
+    ]
+    result = client.infer("model", [tensor], outputs=wanted)
+    np.testing.assert_allclose(result.as_numpy("probabilities"), served, atol=1e-6)
+    ranked = client.infer(
+        "model", [tensor], outputs=[triton_http.InferRequestedOutput("probabilities", class_count=3)]
+    ).as_numpy("probabilities")
+    for row, probs in zip(ranked, served, strict=True):
+        got = [entry.decode().split(":") for entry in row]  # "<value>:<index>:<label>", best first
+        assert [float(v) for v, _, _ in got] == pytest.approx(sorted(probs, reverse=True)[:3], abs=1e-6)
+        assert [contract.class_names[int(i)] for _, i, _ in got] == [label for _, _, label in got]
+        assert all(probs[int(i)] == pytest.approx(float(v), abs=1e-6) for v, i, _ in got)

@@ -20,7 +20,7 @@ from PIL import Image
 
 from litstarter.__main__ import main
 from litstarter.extras.deploy.contract import ModelContract
-from litstarter.extras.serve.app import top_predictions, verification
+from litstarter.extras.serve.app import verification
 from litstarter.extras.serve.batcher import DynamicBatcher
 from litstarter.extras.serve.request import RequestError, check_content_type, decode_image, image_bytes
 
@@ -113,6 +113,12 @@ def _rotated_exif() -> Image.Exif:
     exif = Image.Exif()
     exif[0x0112] = 6  # orientation: rotate 90 degrees
     return exif
+
+
+def top_predictions(logits: np.ndarray, names, k: int) -> list[list[dict]]:
+    """``/predict``'s ``predictions`` for each row of ``logits``: the single-label task's answers."""
+    answers = ModelContract(**{**CONTRACT.__dict__, "class_names": list(names)}).answers()
+    return [answers.json_answer(p, k)["predictions"] for p in answers.probabilities(logits)]
 
 
 def test_top_predictions_are_infer_order():

@@ -18,7 +18,7 @@ import torch
 from litstarter._engine.errors import UsageError
 from litstarter.cli import main
 from litstarter.data import StreamingDataModule
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 from tests.extras.streaming.recording import KillAt, RecordSamples, records
 from tests.helpers import fast_fit_args, run_cli
 

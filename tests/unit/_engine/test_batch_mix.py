@@ -10,7 +10,7 @@ import torch
 
 from litstarter._engine.batch_mix import BatchMix
 from litstarter._engine.errors import UsageError
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 
 K = 10
 

@@ -7,7 +7,7 @@ import torch
 
 from litstarter._engine.checkpoints import CheckpointError, load_state_dict_checked, load_torch_file
 from litstarter.models.classifier import build_classifier
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 from tests.helpers import write_code_running_pickle
 
 

@@ -13,7 +13,7 @@ from litstarter._engine.checkpoints import CheckpointError
 from litstarter._engine.errors import UsageError
 from litstarter._engine.init_from import load_matching_weights
 from litstarter.models.classifier import build_classifier
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 
 
 def _net(widths: list[int], num_classes: int = 10):

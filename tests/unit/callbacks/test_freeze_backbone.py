@@ -11,7 +11,7 @@ from lightning.pytorch.callbacks import Callback, LearningRateMonitor
 from lightning.pytorch.loggers import CSVLogger
 
 from litstarter.data import DigitsDataModule
-from litstarter.task import ImageClassifier
+from litstarter.tasks.classification import ImageClassifier
 
 
 class RecordBackbone(Callback):

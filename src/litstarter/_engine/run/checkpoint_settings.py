@@ -38,7 +38,10 @@ def overruled(given_model: Mapping, hparams: Mapping) -> list[tuple[str, object,
         given_model: The model settings the user gave (``model`` of a parse without defaults).
         hparams: The checkpoint's ``hyper_parameters``.
     """
-    ours = flatten(_plain(dict(given_model)), "model")
+    given = _plain(dict(given_model))
+    if "class_path" in given or "init_args" in given:  # a task by class path: compare its arguments
+        given = given.get("init_args") or {}
+    ours = flatten(given, "model")
     theirs = flatten(_plain({k: v for k, v in hparams.items() if not str(k).startswith("_")}), "model")
     return [(k, v, theirs[k]) for k, v in ours.items() if k in theirs and v != theirs[k]]
 

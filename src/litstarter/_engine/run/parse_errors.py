@@ -61,13 +61,22 @@ def _file_with_key(files: Sequence[str], dotted: str) -> str | None:
 
 
 def _init_options(class_path: str) -> list[str]:
-    """The ``__init__`` arguments of an already imported class (nothing is imported here)."""
+    """The ``__init__`` arguments of an already imported class (nothing is imported here), with those its
+    ``**kwargs`` pass on to its base classes' ``__init__``."""
     module, _, name = class_path.rpartition(".")
     cls = getattr(sys.modules.get(module), name, None)
-    try:
-        return [p for p in inspect.signature(cls).parameters if p not in ("self", "args", "kwargs")] if cls else []
-    except (TypeError, ValueError):
-        return []
+    found: list[str] = []
+    for klass in cls.__mro__ if isinstance(cls, type) else ():
+        if "__init__" not in vars(klass):
+            continue
+        try:
+            parameters = inspect.signature(klass.__init__).parameters.values()
+        except (TypeError, ValueError):
+            break
+        found += [p.name for p in parameters if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if not any(p.kind == p.VAR_KEYWORD for p in parameters):
+            break
+    return found
 
 
 def _literals(what: str) -> str:
@@ -98,8 +107,10 @@ def sentence(message: str, known_keys: Iterable[str] = (), args: Sequence[str] =
     unknown = re.search(r"class_path '([\w.]+)':\s+Option '(\w+)' is not accepted", message)
     if unknown:
         class_path, option = unknown[1], unknown[2]
-        hint = did_you_mean(option, _init_options(class_path)) or f" ({helps})"
-        return f"{key}.{option}: not an option of {class_path.rpartition('.')[2]}{hint}"
+        hint = did_you_mean(option, _init_options(class_path)).replace("mean ", f"mean {key}.") or f" ({helps})"
+        source = _file_with_key(files, f"{key}.{option}") or _file_with_key(files, f"{key}.init_args.{option}")
+        where = f" in {source}" if source else ""
+        return f"{key}.{option}{where}: not an option of {class_path.rpartition('.')[2]}{hint}"
     callable_option = re.search(
         r"Option '(\w+)' is not accepted\. Got value: Namespace\(class_path='([\w.]+)'", message
     )

@@ -178,10 +178,15 @@ def _described(key: str, before, now) -> str:
     return f"{key}: {before} in the run, {now} now" if max(len(before), len(now)) <= 40 else f"{key} (changed)"
 
 
+def _short(key: str) -> str:
+    """``model.init_args.backbone`` as a user types it, ``model.backbone`` (the task is ``model.class_path``)."""
+    return "model." + key.removeprefix("model.init_args.") if key.startswith("model.init_args.") else key
+
+
 def differences(ours: dict, theirs: dict) -> tuple[list[str], list[str]]:
     """``(shaping, trainer)``: ``key: the run's -> ours`` for each setting under :data:`SHAPING` (less
     :data:`MAY_CHANGE`) and under ``trainer`` that differs between two dumped configs."""
-    a, b = flatten(ours), flatten(theirs)
+    a, b = ({_short(k): v for k, v in flatten(config).items()} for config in (ours, theirs))
     if a.get("seed_everything") is True:  # a random seed: the run recorded the one it drew
         a.pop("seed_everything")
         b.pop("seed_everything", None)

@@ -30,6 +30,7 @@ def classifier_from_checkpoint(path: str | os.PathLike, trust_model: bool = Fals
             f"found {found}"
         )
     hparams = dict(checkpoint["hyper_parameters"])
+    hparams["task"] = str(checkpoint.get("task") or "single_label")  # the task's name, saved by the task
     tuned = checkpoint["state_dict"].get("label_thresholds")  # a multi-label checkpoint's tuned thresholds
     if tuned is not None:
         hparams["label_thresholds"] = [float(t) for t in tuned.tolist()]

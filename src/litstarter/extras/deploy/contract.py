@@ -32,6 +32,7 @@ import numpy as np
 from litstarter._engine.errors import BadInputError
 from litstarter._engine.images.preprocess import as_size, center_crop_array, load_image
 from litstarter.extras.deploy.preprocessing import INTERPOLATIONS, preprocessing_fields
+from litstarter.tasks.answers import TaskAnswers, answers_class
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -94,10 +95,12 @@ class ModelContract:
             raise ContractError(f"channels must be 1 or 3, got {self.channels}")
         if len(self.mean) != self.channels or len(self.std) != self.channels:
             raise ContractError(f"mean/std need {self.channels} values each, got {self.mean} / {self.std}")
-        if self.task not in ("single_label", "multilabel"):
-            raise ContractError(f"task must be single_label or multilabel, got {self.task!r}")
-        if self.task == "multilabel" and (self.thresholds is None or len(self.thresholds) != len(self.class_names)):
-            raise ContractError(f"thresholds need one value per class name for task multilabel, got {self.thresholds}")
+        try:
+            problem = self.answers().problem()
+        except KeyError as err:
+            raise ContractError(err.args[0]) from None
+        if problem:
+            raise ContractError(problem)
         if len(self.class_names) < 2:
             raise ContractError(f"class_names needs at least 2 names, got {self.class_names}")
         rh, rw = self.resize_size
@@ -106,6 +109,10 @@ class ModelContract:
             raise ContractError(
                 f"resize_size {list(self.resize_size)} is smaller than image_size {list(self.image_size)}"
             )
+
+    def answers(self) -> TaskAnswers:
+        """The task's answers (:mod:`litstarter.tasks.answers`): what the outputs mean to ``infer`` and ``serve``."""
+        return answers_class(self.task)(self.class_names, self.thresholds)
 
     @property
     def num_classes(self) -> int:
@@ -156,14 +163,11 @@ class ModelContract:
             "output": {
                 "name": self.output_name,
                 "shape": ["batch", self.num_classes],
-                "kind": "logits; apply softmax for probabilities",
+                "kind": self.answers().output_kind,
             },
             "architecture": dict(self.architecture),
         }
-        if self.task == "multilabel":  # single-label contracts stay as they were
-            data["task"], data["thresholds"] = self.task, [float(t) for t in self.thresholds]
-            data["output"]["kind"] = "logits; apply a sigmoid per label for probabilities, predict those >= thresholds"
-        return data
+        return {**data, **self.answers().contract_fields()}  # single-label contracts add nothing
 
     def to_json(self) -> str:
         """:meth:`to_dict` as compact JSON (what artifacts embed)."""
@@ -248,6 +252,11 @@ class ModelContract:
             )
         num_classes = int(hparams["num_classes"])
         names = hparams.get("class_names") or [str(i) for i in range(num_classes)]
+        task = str(hparams.get("task") or "single_label")
+        try:
+            thresholds = answers_class(task).thresholds_from(hparams, num_classes)
+        except KeyError as err:
+            raise ContractError(err.args[0]) from None
         return cls(
             class_names=[str(n) for n in names],
             channels=int(hparams["in_channels"]),
@@ -258,8 +267,8 @@ class ModelContract:
             # The size it was trained at travels with the architecture: an edited image_size is then caught.
             architecture={**architecture, "image_size": list(image_size)} if architecture else {},
             interpolation=str(hparams.get("interpolation") or "bilinear"),  # absent in checkpoints before it
-            task=str(hparams.get("task") or "single_label"),
-            thresholds=thresholds_of(hparams, num_classes),
+            task=task,
+            thresholds=thresholds,
         )
 
 
@@ -295,11 +304,3 @@ def read_sidecar(model_path: str | os.PathLike) -> ModelContract | None:
     if not sidecar.is_file():
         return None
     return ModelContract.from_json(sidecar.read_text(), source=str(sidecar))
-
-
-def thresholds_of(hparams: Mapping, num_classes: int) -> list[float] | None:
-    """A multi-label checkpoint's thresholds: those it stores (``label_thresholds``: tuned on validation, or the
-    ``model.thresholds`` its fit was given), put in ``hparams`` by the checkpoint reader."""
-    if hparams.get("task") != "multilabel":
-        return None
-    return [float(t) for t in hparams.get("label_thresholds") or [0.5] * num_classes]

@@ -119,34 +119,6 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise softmax in float64 (stable for large logits)."""
-    import numpy as np
-
-    z = logits.astype(np.float64) - logits.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def sigmoid(logits: np.ndarray) -> np.ndarray:
-    """Element-wise sigmoid in float64 (a multi-label model's probabilities)."""
-    import numpy as np
-
-    return 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
-
-
-def answer(contract, p: np.ndarray, k: int) -> tuple[list[tuple[str, float]], list[str] | None]:
-    """One image's answer from its probabilities ``p``: the top ``k`` pairs, or for a multi-label model every
-    label's pair in label order and the labels at or above their thresholds."""
-    import numpy as np
-
-    names = contract.class_names
-    if contract.task == "multilabel":
-        chosen = [n for n, pi, t in zip(names, p, contract.thresholds, strict=True) if pi >= t]
-        return [(n, float(pi)) for n, pi in zip(names, p, strict=True)], chosen
-    return [(names[i], float(p[i])) for i in np.argsort(-p, kind="stable")[:k]], None
-
-
 def predict_files(
     backend: Backend, files: Sequence[Path], batch_size: int = 32, topk: int = 3, tta: Sequence[str] = ()
 ) -> Iterator[Prediction]:
@@ -162,19 +134,19 @@ def predict_files(
     import numpy as np
 
     contract = backend.contract
+    answers = contract.answers()  # what the outputs mean: the task's (litstarter.tasks.answers)
     k = min(topk, contract.num_classes)
     pending: list[tuple[Path, np.ndarray | None, str]] = []
 
     def flush() -> Iterator[Prediction]:
         good = [image for _, image, _ in pending if image is not None]
         logits = (tta_logits(backend, np.stack(good), tta) if tta else backend(np.stack(good))) if good else None
-        to_probs = sigmoid if contract.task == "multilabel" else softmax
-        probs = iter(to_probs(logits)) if good else iter(())
+        probs = iter(answers.probabilities(logits)) if good else iter(())
         for path, image, error in pending:
             if image is None:
                 yield Prediction(shown(path), [], shown(error))
                 continue
-            pairs, labels = answer(contract, next(probs), k)
+            pairs, labels = answers.answer(next(probs), k)
             yield Prediction(shown(path), pairs, labels=labels)
         pending.clear()
 
@@ -205,7 +177,8 @@ def write_predictions(
     path: str | os.PathLike, predictions: Sequence[Prediction], topk: int, label_names: Sequence[str] | None = None
 ) -> Path:
     """Write the CSV (UTF-8) atomically; a failed file has empty prediction cells and its ``error``. With
-    ``label_names`` (a multi-label model): ``file, labels`` (``;``-joined), ``prob_<label>`` for each, ``error``."""
+    ``label_names`` (a task that predicts label sets): ``file, labels`` (``;``-joined), ``prob_<label>`` for each,
+    ``error``."""
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
@@ -273,8 +246,7 @@ def _run(argv: Sequence[str] | None) -> int:
     backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
     topk = min(args.topk, backend.contract.num_classes)
     predictions = list(predict_files(backend, files, args.batch_size, topk, tta))
-    multilabel = backend.contract.task == "multilabel"
-    write_predictions(args.output, predictions, topk, backend.contract.class_names if multilabel else None)
+    write_predictions(args.output, predictions, topk, backend.contract.answers().csv_label_names())
     failed = [p for p in predictions if p.error]
     for pred in failed:
         print(f"litstarter infer: {pred.file}: {pred.error}", file=sys.stderr)

@@ -244,7 +244,8 @@ def main(argv: list[str]) -> int:
     cache = folder.load_or_build(listing, on_bad_file="skip")
     report = summarize(folder, listing, cache)
     report["baseline"] = None if folder.multilabel else validation_baseline(cache, len(folder.class_names))
-    weights = config.model.get("pos_weight") if folder.multilabel else config.model.class_weights
+    model = config.model.get("init_args") or config.model  # the task's arguments
+    weights = model.get("pos_weight") if folder.multilabel else model.get("class_weights")
     report["suggestions"] = suggest(report, folder, loader_setting(config, "sampler"), weights)
     print(json.dumps(report, indent=2) if as_json else render(report))
     for warning in report["warnings"]:

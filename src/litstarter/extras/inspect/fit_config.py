@@ -17,7 +17,7 @@ from litstarter._engine.errors import UsageError
 from litstarter._engine.images.folder import CachedImageFolder
 from litstarter.cli import LitStarterCLI
 from litstarter.data import ImageFolderDataModule
-from litstarter.task import ImageClassifier
+from litstarter.tasks.base import ImageTask
 
 
 class ParseOnly(LitStarterCLI):
@@ -42,9 +42,14 @@ def parse_fit_config(args: list[str]) -> Namespace:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="LightningCLI's args parameter")  # we pass args on purpose
             cli = ParseOnly(
-                ImageClassifier, L.LightningDataModule, subclass_mode_data=True, run=False, args=args,
+                ImageTask,
+                L.LightningDataModule,
+                subclass_mode_model=True,
+                subclass_mode_data=True,
+                run=False,
+                args=args,
                 auto_configure_optimizers=False,
-            )  # fmt: skip
+            )
     finally:
         seed_log.level = level
     return cli.config

@@ -62,11 +62,12 @@ def sweep(fit_args: list[str], root_dir: str, min_lr: float, max_lr: float, num_
     from lightning.pytorch.tuner import Tuner
 
     from litstarter.cli import LitStarterCLI
-    from litstarter.task import ImageClassifier
+    from litstarter.tasks.base import ImageTask
 
     cli = LitStarterCLI(
-        ImageClassifier,
+        ImageTask,
         L.LightningDataModule,
+        subclass_mode_model=True,
         subclass_mode_data=True,
         run=False,
         save_config_callback=None,

@@ -24,39 +24,18 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from litstarter.extras.deploy.backends import Backend
-from litstarter.extras.deploy.infer import answer, sigmoid, softmax
 from litstarter.extras.serve.options import ServeOptions
 from litstarter.extras.serve.request import Body, RequestError, check_content_type, decode_request_image, image_bytes
 from litstarter.extras.serve.service import Service
 from litstarter.extras.serve.v2 import ProtocolRoutes
 
 REPORT_NAME = "export_report.json"  # written by litstarter export beside the artifacts
-
-
-def top_predictions(logits: np.ndarray, class_names: Sequence[str], k: int) -> list[list[dict]]:
-    """Per row of ``(B, K)`` logits, the top ``k`` classes as ``{"class", "index", "prob"}``, best first.
-
-    The same softmax and the same stable ordering as ``litstarter infer``.
-    """
-    rows = []
-    for p in softmax(logits):
-        order = np.argsort(-p, kind="stable")[:k]
-        rows.append([{"class": class_names[i], "index": int(i), "prob": float(p[i])} for i in order])
-    return rows
-
-
-def label_answer(logits: np.ndarray, contract) -> dict:
-    """A multi-label model's answer for one image's ``(K,)`` logits: ``{"labels": [...], "probabilities": {...}}``,
-    the labels at or above their thresholds (in label order) and every label's sigmoid, as ``litstarter infer``."""
-    pairs, labels = answer(contract, sigmoid(logits[None])[0], contract.num_classes)
-    return {"labels": labels, "probabilities": dict(pairs)}
 
 
 def verification(model_path: Path) -> dict:
@@ -97,7 +76,7 @@ def model_info(backend: Backend) -> dict:
         "color_mode": c.color_mode,
         "input_size": list(c.image_size),
         "resize_size": list(c.resize_size),
-        **({"task": c.task, "thresholds": list(c.thresholds)} if c.task == "multilabel" else {}),
+        **c.answers().contract_fields(),  # the task's own fields (multi-label: task, thresholds)
         "verification": verification(backend.path),
     }
 
@@ -127,10 +106,9 @@ class Routes:
         contract = s.backend.contract
         image = await decode_request_image(data, contract, s.options.max_pixels)  # (C, H, W)
         (logits,) = await s.predict(image[None])
-        if contract.task == "multilabel":
-            return JSONResponse(label_answer(logits, contract))
+        answers = contract.answers()  # the task's: what its outputs mean
         k = min(s.options.topk, contract.num_classes)
-        return JSONResponse({"predictions": top_predictions(logits[None], contract.class_names, k)[0]})
+        return JSONResponse(answers.json_answer(answers.probabilities(logits[None])[0], k))
 
     async def health(self, request: Request) -> JSONResponse:
         """``GET /health``: 200 once the workers run; 503 while starting or draining."""

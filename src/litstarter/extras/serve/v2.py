@@ -16,11 +16,11 @@ The model takes either of two inputs, one per request:
 - ``image_bytes`` ``BYTES [B]``: encoded image files, decoded by ``/predict``'s checks and preprocessing.
 
 Either way each image joins the batcher on its own, like a ``/predict`` request. The outputs are ``logits``
-``FP32 [B, K]`` (what the ONNX graph returns, and Triton serving it) and ``probabilities`` ``FP32 [B, K]`` (their
-softmax); with Triton's classification extension (``"parameters": {"classification": k}`` on a requested
-output) that output becomes ``BYTES [B, k]`` of ``"<value>:<index>:<label>"``, best first. Errors are
-``{"error": "..."}``: 400 for a malformed request or tensor, 404 for another model's name or version, 413 / 415
-/ 504 as for ``/predict``, 503 while loading.
+``FP32 [B, K]`` (what the ONNX graph returns, and Triton serving it) and ``probabilities`` ``FP32 [B, K]`` (the
+task's, as ``/predict`` gives them: a softmax, or a multi-label model's sigmoid per label); with Triton's
+classification extension (``"parameters": {"classification": k}`` on a requested output) that output becomes ``BYTES
+[B, k]`` of ``"<value>:<index>:<label>"``, best first. Errors are ``{"error": "..."}``: 400 for a malformed request or
+tensor, 404 for another model's name or version, 413 / 415 / 504 as for ``/predict``, 503 while loading.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 import litstarter
-from litstarter.extras.deploy.infer import softmax
 from litstarter.extras.serve.request import Body, RequestError, decode_request_image, media_type
 from litstarter.extras.serve.service import Service, error
 from litstarter.extras.serve.tensors import (
@@ -202,7 +201,8 @@ class ProtocolRoutes:
     def _outputs(self, parsed: InferRequest, logits: np.ndarray) -> list[OutputTensor]:
         """The outputs asked for (all, if none were): logits, probabilities, or their classification."""
         c = self.service.backend.contract
-        values = {c.output_name: lambda: logits, PROBABILITIES: lambda: softmax(logits).astype(np.float32)}
+        probabilities = c.answers().probabilities  # the task's own: a softmax, or a sigmoid per label
+        values = {c.output_name: lambda: logits, PROBABILITIES: lambda: probabilities(logits).astype(np.float32)}
         requested = parsed.outputs
         if requested is None:
             requested = [RequestedOutput(name, parsed.binary_output) for name in values]

@@ -36,7 +36,7 @@ from litstarter.extras.streaming.samples import (
     source_params,
     split_description,
 )
-from litstarter.task import ImageClassifier
+from litstarter.tasks.base import ImageTask
 
 USAGE = __doc__.split("\n\n")[1]
 OWN_OPTIONS = ("--output", "--overwrite", "--num_workers", "--encoded")
@@ -55,8 +55,15 @@ class ParseOnly(LitStarterCLI):
 
 def fit_data_module(args: list[str]) -> L.LightningDataModule:
     """The data module ``litstarter fit <args>`` would train on, built (not prepared), with no loader workers."""
-    cli = ParseOnly(ImageClassifier, L.LightningDataModule, subclass_mode_data=True, run=False, args=args,
-                    auto_configure_optimizers=False)  # fmt: skip
+    cli = ParseOnly(
+        ImageTask,
+        L.LightningDataModule,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        run=False,
+        args=args,
+        auto_configure_optimizers=False,
+    )
     data = cli.config.data.as_dict()
     data["init_args"] = {**data.get("init_args", {}), "num_workers": 0}
     parser = ArgumentParser(exit_on_error=False)

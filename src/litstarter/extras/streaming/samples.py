@@ -97,7 +97,7 @@ def check_convertible(datamodule) -> None:
             f"litstarter optimize converts data modules with array splits (ImageFolderDataModule, DigitsDataModule);"
             f" data.class_path is {type(datamodule).__name__}"
         )
-    if getattr(datamodule, "task", "single_label") != "single_label":
+    if getattr(datamodule, "target_kind", "class") != "class":
         raise UsageError("litstarter optimize writes single-label data; data.labels is multi-label")
 
 

@@ -11,7 +11,7 @@ from jsonargparse import ArgumentParser
 from litstarter._engine.run.config_file import keep_counts_as_ints
 from litstarter.cli import LitStarterCLI
 from litstarter.data.base import ArrayDataModule
-from litstarter.task import ImageClassifier
+from litstarter.tasks.base import ImageTask
 
 # Built directly, so that the typing cache neither gives nor takes this order.
 FLOAT_FIRST = type(typing.Union[int, None])(typing.Union, (float, int, type(None)))  # noqa: UP007
@@ -53,8 +53,9 @@ def test_the_cli_reads_limit_batches_1_as_one_batch_when_the_trainer_was_annotat
     for key in ("limit_train_batches", "limit_val_batches", "val_check_interval"):
         monkeypatch.setitem(annotations, key, FLOAT_FIRST)
     cli = LitStarterCLI(
-        ImageClassifier,
+        ImageTask,
         ArrayDataModule,
+        subclass_mode_model=True,
         subclass_mode_data=True,
         run=False,
         args=[

@@ -1,9 +1,4 @@
-"""The second task: multi-label classification (several labels per image), and an example of adding a task.
-
-A task module is a subclass of :class:`~litstarter.task.ImageClassifier` that owns its loss, metrics and the
-steps that feed them, and adds itself to :data:`litstarter.task.TASKS`. The data names the task (``data.task``,
-linked into ``model.task``): a multi-label labels file makes ``ImageClassifier(...)`` build this class, and so does
-loading its checkpoint. The network, the optimiser, the checkpoints and the run handling are the single-label ones.
+"""Multi-label classification: several labels per image (``configs/task/multilabel.yaml``).
 
 * Loss: ``BCEWithLogitsLoss`` on ``(B, K)`` logits against ``(B, K)`` 0/1 targets; ``pos_weight: auto`` weighs each
   label's positives by negatives / positives of the train split; ``label_smoothing`` moves the targets towards 0.5.
@@ -20,10 +15,12 @@ loading its checkpoint. The network, the optimiser, the checkpoints and the run 
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from lightning.pytorch.utilities import rank_zero_info
 from torch import nn
-from torchmetrics import CatMetric, MetricCollection
+from torchmetrics import CatMetric, MeanMetric, MetricCollection
 from torchmetrics.classification import MultilabelF1Score
 from torchmetrics.functional.classification import (
     multilabel_auroc,
@@ -37,38 +34,56 @@ from torchmetrics.functional.classification import (
 from litstarter._engine.errors import UsageError
 from litstarter._engine.multilabel import positive_weights, tune_thresholds
 from litstarter.metrics import selection_score
-from litstarter.task import TASKS, ImageClassifier
+from litstarter.tasks.base import ImageTask
 
 
-class MultilabelClassifier(ImageClassifier):
+class MultilabelClassifier(ImageTask):
     """Multi-label image classification: a sigmoid per label, binary cross-entropy, a tuned threshold per label.
 
-    Takes :class:`~litstarter.task.ImageClassifier`'s arguments (``--help`` lists them); ``pos_weight`` and
-    ``thresholds`` are this task's. Refused here: ``class_weights`` (``pos_weight`` is the multi-label one),
-    MixUp/CutMix and ``tta``.
+    Takes :class:`~litstarter.tasks.base.ImageTask`'s arguments too (``--help`` lists them).
+
+    Args:
+        label_smoothing: Moves every 0/1 target towards 0.5 by this fraction, in [0, 1).
+        pos_weight: The positive weight per label of the binary cross-entropy: ``auto`` (negatives / positives of
+            the train split, saved in checkpoints), one number per label, or ``null``.
+        thresholds: The probability at or above which a label is predicted, one number for every label or one per
+            label; ``null``: tuned on the validation split at each validation (the checkpoints keep them).
+        kwargs: The shared arguments of :class:`~litstarter.tasks.base.ImageTask`.
     """
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        h, k = self.hparams, self.hparams.num_classes
-        self.given_thresholds = kwargs.get("thresholds")  # not a saved hyper-parameter: see ImageClassifier
-        _check_arguments(h, k, self.given_thresholds)
-        if self.tta:
-            raise UsageError("model.tta is not for multi-label data (its views average softmax probabilities)")
-        weight = None if h.get("pos_weight") is None else torch.ones(k)
-        if isinstance(h.get("pos_weight"), (list, tuple)):
-            weight = torch.tensor(h.pos_weight, dtype=torch.float32)
+    task_name = "multilabel"
+    target_kind = "label_set"
+    task_config = "configs/task/multilabel.yaml"
+
+    def __init__(
+        self,
+        label_smoothing: float = 0.0,
+        pos_weight: Literal["auto"] | list[float] | None = None,
+        thresholds: float | list[float] | None = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(**kwargs)
+        k = self.hparams.num_classes
+        self.given_thresholds = thresholds  # not a saved hyper-parameter: see unsaved_arguments
+        check_arguments(label_smoothing, pos_weight, thresholds, k)
+        weight = None if pos_weight is None else torch.ones(k)
+        if isinstance(pos_weight, (list, tuple)):
+            weight = torch.tensor(pos_weight, dtype=torch.float32)
         self.criterion = nn.BCEWithLogitsLoss(pos_weight=weight)  # its pos_weight is a buffer: checkpoints carry it
-        given = self.given_thresholds
-        start = _as_thresholds(given, k) if given is not None else torch.full((k,), 0.5)
+        start = _as_thresholds(thresholds, k) if thresholds is not None else torch.full((k,), 0.5)
         self.register_buffer("label_thresholds", start)  # tuned at each validation, saved in checkpoints
         self.train_metrics = MetricCollection({"f1_macro": MultilabelF1Score(k, average="macro")}, prefix="train/")
-        self.val_metrics = self.test_metrics = None  # the whole stage's probabilities instead:
-        self.val_probs, self.val_targets = CatMetric(), CatMetric()
+        self.train_loss, self.val_loss = MeanMetric(), MeanMetric()
+        self.val_probs, self.val_targets = CatMetric(), CatMetric()  # the whole stage's probabilities
         self.test_probs, self.test_targets = CatMetric(), CatMetric()
 
+    @classmethod
+    def unsaved_arguments(cls) -> tuple[str, ...]:
+        """``thresholds`` is an evaluation choice; the checkpoint keeps the thresholds in use as a buffer."""
+        return ("thresholds",)
+
     def setup(self, stage: str) -> None:
-        """The single-label setup, then ``pos_weight: auto`` from the train split's label counts."""
+        """The shared setup, then ``pos_weight: auto`` from the train split's label counts."""
         super().setup(stage)
         datamodule = self.trainer.datamodule
         if stage == "fit" and datamodule is not None and self.hparams.get("pos_weight") == "auto":
@@ -92,6 +107,13 @@ class MultilabelClassifier(ImageClassifier):
         self.log("train/loss_step", loss, on_step=True, on_epoch=False, prog_bar=True)
         self.train_loss.update(loss.detach())
         return loss
+
+    def on_train_epoch_end(self) -> None:
+        """Log and reset the epoch's train metrics (synchronised across processes by torchmetrics)."""
+        self.log_dict(self.train_metrics.compute())
+        self.log("train/loss_epoch", self.train_loss.compute())
+        self.train_metrics.reset()
+        self.train_loss.reset()
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         """Keep the batch's probabilities and targets for the epoch's metrics and thresholds."""
@@ -146,9 +168,13 @@ THRESHOLDED = ("test/f1_macro", "test/f1_micro", "test/subset_acc", "test/hammin
 
 
 def multilabel_scores(
-    probs: torch.Tensor, targets: torch.Tensor, thresholds: torch.Tensor, names: list[str], stage: str,
+    probs: torch.Tensor,
+    targets: torch.Tensor,
+    thresholds: torch.Tensor,
+    names: list[str],
+    stage: str,
     counts: bool = False,
-) -> dict[str, torch.Tensor]:  # fmt: skip
+) -> dict[str, torch.Tensor]:
     """The stage's metrics on all its ``(N, K)`` probabilities and 0/1 targets, at per-label ``thresholds``.
 
     torchmetrics' F1, Hamming and exact match take one float threshold, so the probabilities are binarised here
@@ -198,20 +224,13 @@ def _as_thresholds(given: float | list[float], k: int) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float32)
 
 
-def _check_arguments(h, k: int, thresholds) -> None:
-    """One ``model.<key>`` line for what multi-label data cannot take."""
-    pos_weight = h.get("pos_weight")
+def check_arguments(label_smoothing: float, pos_weight, thresholds, k: int) -> None:
+    """One ``model.<key>`` line for a multi-label argument out of range."""
+    if not 0 <= label_smoothing < 1:
+        raise UsageError(f"model.label_smoothing must be in [0, 1), got {label_smoothing}")
     if isinstance(pos_weight, str) and pos_weight != "auto":
         raise UsageError(f"model.pos_weight must be 'auto', {k} positive numbers or null, got {pos_weight!r}")
     if isinstance(pos_weight, (list, tuple)) and (len(pos_weight) != k or min(pos_weight) <= 0):
         raise UsageError(f"model.pos_weight must be {k} positive numbers (one per label), got {pos_weight}")
     if thresholds is not None:
         _as_thresholds(thresholds, k)
-    refused = {"class_weights": "use model.pos_weight", "mixup_alpha": "mixing is single-label",
-               "cutmix_alpha": "mixing is single-label"}  # fmt: skip
-    for key, why in refused.items():
-        if h.get(key):
-            raise UsageError(f"model.{key} is not for multi-label data ({why}); leave it unset")
-
-
-TASKS["multilabel"] = MultilabelClassifier

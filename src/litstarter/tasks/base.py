@@ -1,26 +1,27 @@
-"""The task: a LightningModule that owns the loss, the metrics and the optimiser, and no layer code."""
+"""What every task shares: the network, the optimiser and scheduler, fine-tuning, memory savers and checkpoints.
+
+A task is a subclass (``tasks/classification.py``, ``tasks/multilabel.py``) that owns its loss, its metrics, the
+steps that feed them and what a prediction returns, with only its own arguments. The config picks it by class path
+(``--config configs/task/<name>.yaml``); the data module says what its targets are (``target_kind``) and the task
+refuses, in one line, targets that are not its own.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning.pytorch.utilities import rank_zero_info
-from torchmetrics import MeanMetric
 
 from litstarter import optim
-from litstarter._engine.batch_mix import BatchMix
 from litstarter._engine.batch_plan import ScaleMode, batch_plan, scale_lr
 from litstarter._engine.checkpoints import compile_child, match_keys, uncompile_child, uncompiled_keys
 from litstarter._engine.errors import UsageError
 from litstarter._engine.init_from import TransferReport, load_matching_weights
 from litstarter._engine.schedulers import build_scheduler
-from litstarter._engine.tta import TTAView, check_tta, tta_logits
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
-from litstarter.losses import ClassWeights, cross_entropy, inverse_frequency_weights
-from litstarter.metrics import classification_metrics, scalar_metrics, selection_score, split_confusion_matrix
 from litstarter.models import check_weights, create_backbone, list_backbones
 from litstarter.models.classifier import architecture_of, build_classifier
 
@@ -28,57 +29,38 @@ from litstarter.models.classifier import architecture_of, build_classifier
 PLATEAU_MONITOR = "val/loss"
 # The registry is the one list of named backbones: --help shows it. Any other string is a class path of your own.
 BackboneName = Literal[tuple(list_backbones())]
-#: The tasks, named by the data (``data.task``, linked into ``model.task``): ``single_label`` is this module's class;
-#: each other task module adds its class here (``multilabel_task.py``; docs/make_it_yours.md, "Adding your own task").
-TASKS: dict[str, type] = {}
-Task = Literal["single_label", "multilabel"]
 
 
-class ChosenByTask:
-    """``ImageClassifier(task=...)`` builds the class its task module put in :data:`TASKS` (a base class of its own:
-    the config parser then reads ``ImageClassifier.__init__``'s arguments, not these)."""
-
-    def __new__(cls, *args, task: str = "single_label", **kwargs):
-        if cls is ImageClassifier and task != "single_label":
-            if task not in TASKS:
-                raise UsageError(f"model.task {task!r} has no task module imported; known: {sorted(TASKS)}")
-            cls = TASKS[task]
-        return super().__new__(cls)
-
-
-class ImageClassifier(ChosenByTask, L.LightningModule):
-    """Image classification with cross-entropy on logits.
+class ImageTask(L.LightningModule):
+    """The shared base of every task: a network of a backbone and a head, trained by the task's loss.
 
     Args:
         backbone: A registered name (``litstarter.models.list_backbones()``; ``configs/model/<name>.yaml`` selects
             one), ``timm/<name>`` (any timm model, with the ``[timm]`` extra) or the class path of your own
             ``nn.Module`` meeting the contract in ``litstarter.models.registry``.
-        num_classes: Number of classes; linked from ``data.num_classes``.
+        num_classes: Number of outputs (classes or labels); linked from ``data.num_classes``.
         in_channels: Image channels; linked from ``data.channels``.
         image_size: Input ``[height, width]``; linked from ``data.image_size`` and recorded for export.
-        class_names: Class names in label order; linked from ``data.class_names``.
+        class_names: Output names in order; linked from ``data.class_names``.
         resize_size: ``[height, width]`` the data stores images at before the eval view centre-crops ``image_size``
             (linked; recorded so inference on files resizes as training did); ``null``: ``image_size``.
         interpolation: The filter the data resized with, ``bilinear`` or ``bicubic`` (linked; recorded, as above).
         backbone_kwargs: Extra arguments for the backbone factory (e.g. ``widths`` for ``small_cnn``).
         weights: Pretrained backbone weights: ``null`` (random init), a torchvision weights name (``IMAGENET1K_V1``,
             ``DEFAULT``; downloaded to ``torch.hub.get_dir()/checkpoints`` once), ``pretrained`` (timm's, through the
-            Hugging Face hub cache), or a state_dict file. Loaded when a
-            fit starts (not on resume, nor by ``load_from_checkpoint``); another channel count adapts the stem.
+            Hugging Face hub cache), or a state_dict file. Loaded when a fit starts (not on resume, nor by
+            ``load_from_checkpoint``); another channel count adapts the stem.
         init_from: A checkpoint of ours, an exported ``weights.pt`` or a backbone state_dict to start from, after
-            ``weights``: every tensor that fits loads, the head is replaced when the classes differ.
+            ``weights``: every tensor that fits loads, the head is replaced when the outputs differ.
         freeze_backbone_epochs: Train only the head for this many epochs first (backbone frozen in eval mode).
         backbone_lr_scale: The backbone's learning rate as a fraction of the head's (e.g. 0.1 when fine-tuning),
             in parameter groups of its own, logged as ``lr-<optimizer>/backbone``.
         layer_decay: Layer-wise learning-rate decay (e.g. 0.75): each backbone layer trains at this factor of the
             rate of the layer above it, the head at the full rate (timm/<name> backbones; ``null``: off).
-        dropout: Dropout before the linear head.
+        dropout: Dropout before the linear head, in [0, 1).
         optimizer: Optimiser factory over the parameter groups; ``null``: AdamW (lr 3e-3, weight decay 0.05).
         lr_scheduler: Scheduler factory, stepped every optimiser step (``ReduceLROnPlateau``: every epoch, on
             ``val/loss``); an unset ``total_steps`` is filled in from the Trainer. ``null``: 5% warmup, then cosine.
-        label_smoothing: Cross-entropy label smoothing in [0, 1).
-        class_weights: Cross-entropy weight per class: ``auto`` (inverse class frequency of the train split, saved
-            in checkpoints), ``num_classes`` weights, or ``null``. A loss-side alternative to ``data.sampler``.
         no_decay_norm_and_bias: Exempt norm-layer parameters and biases from weight decay.
         gradient_checkpointing: Recompute the backbone's activations in backward: less memory for about one more
             forward pass (the backbone must implement ``set_grad_checkpointing``, as ``small_cnn`` does).
@@ -88,21 +70,15 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         scale_lr_with_batch: Scale the learning rate with the effective global batch (per-device batch x devices x
             nodes x accumulation) against ``reference_batch_size``: ``linear``, ``sqrt`` (gentler) or ``none``.
         reference_batch_size: The global batch the configured learning rate was tuned for.
-        mixup_alpha: MixUp's Beta(alpha, alpha) on training batches (soft targets; train metrics on the dominant label).
-        cutmix_alpha: CutMix's; with both set, one of the two per batch (``litstarter._engine.batch_mix``).
-        mix_off_after_epoch: Train on unmixed batches from this epoch on; ``null``: mix to the end.
-        tta: Test-time views whose probabilities ``test`` and ``predict`` average: ``hflip``, ``crops`` (five shifted
-            crops). Off by default: a flip changes the class of text, digits, arrows.
-        task: Linked from ``data.task`` (the data decides): ``single_label`` builds this class, ``multilabel`` the
-            multi-label task of ``litstarter.multilabel_task`` (sigmoid, binary cross-entropy, tuned thresholds).
-        pos_weight: Multi-label only: the positive weight per label of the binary cross-entropy: ``auto``
-            (negatives / positives of the train split, saved in checkpoints), one number per label, or ``null``.
-        thresholds: Multi-label only: the probability at or above which a label is predicted, one number for
-            every label or one per label; ``null``: tuned on the validation split at each validation (the checkpoints
-            keep them).
     """
 
-    # Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).
+    #: The task's name in checkpoints and ``model.json`` (downstream code looks its answers up by it).
+    task_name: ClassVar[str] = ""
+    #: The targets the task trains on; the data module's ``target_kind`` must be the same.
+    target_kind: ClassVar[str] = ""
+    #: Where to find the config that selects this task (named when the data's targets are another task's).
+    task_config: ClassVar[str] = ""
+    #: Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).
     flops_per_batch: int | None = None
 
     def __init__(
@@ -123,29 +99,19 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         dropout: float = 0.0,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
-        label_smoothing: float = 0.0,
-        class_weights: ClassWeights = None,
         no_decay_norm_and_bias: bool = True,
         gradient_checkpointing: bool = False,
         channels_last: bool = False,
         compile: bool | dict = False,
         scale_lr_with_batch: ScaleMode = "none",
         reference_batch_size: int = 64,
-        mixup_alpha: float = 0.0,
-        cutmix_alpha: float = 0.0,
-        mix_off_after_epoch: int | None = None,
-        tta: list[TTAView] | None = None,
-        task: Task = "single_label",
-        pos_weight: Literal["auto"] | list[float] | None = None,
-        thresholds: float | list[float] | None = None,
     ) -> None:
         super().__init__()
-        _check_arguments(num_classes, class_names, freeze_backbone_epochs, backbone_lr_scale, reference_batch_size)
-        if type(self) is ImageClassifier and (pos_weight is not None or thresholds is not None):
-            raise UsageError("model.pos_weight and model.thresholds are for multi-label data (data.task: multilabel)")
-        # Evaluation choices, not saved: `test --ckpt_path` takes them from the config (multi-label thresholds: the
-        # checkpoint keeps the ones in use as a buffer).
-        self.save_hyperparameters(ignore=["tta", "thresholds"])
+        check_shared_arguments(num_classes, class_names, freeze_backbone_epochs, backbone_lr_scale, dropout)
+        if reference_batch_size < 1:
+            raise UsageError(f"model.reference_batch_size must be >= 1, got {reference_batch_size}")
+        # Evaluation choices are not saved (a task lists them): `test --ckpt_path` takes them from the config.
+        self.save_hyperparameters(ignore=list(self.unsaved_arguments()))
         self.class_names = list(class_names) if class_names else [str(i) for i in range(num_classes)]
         # Defaults as None, not as functions: hparams then hold no pickled function, so a checkpoint made
         # from plain Python still loads with weights_only=True.
@@ -158,21 +124,26 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         except ValueError as err:
             raise UsageError(f"model.weights: {err}") from None
         self.net.set_memory_options(gradient_checkpointing=gradient_checkpointing, channels_last=channels_last)
-        self.criterion = cross_entropy(num_classes, class_weights, label_smoothing)  # takes soft targets too
-        mixing = mixup_alpha or cutmix_alpha
-        self.batch_mix = BatchMix(num_classes, mixup_alpha, cutmix_alpha, mix_off_after_epoch) if mixing else None
-        self.tta = check_tta(tta)
-        # One metric object per stage: sharing one would mix train and val state.
-        self.train_metrics = classification_metrics(num_classes, "train")
-        self.val_metrics = classification_metrics(num_classes, "val")
-        self.test_metrics = classification_metrics(num_classes, "test")
-        self.train_loss, self.val_loss = MeanMetric(), MeanMetric()
         self.init_report: TransferReport | None = None  # what init_from loaded, once a fit has started
-        self.confusion_matrices: dict[str, torch.Tensor] = {}  # the last (K, K) per stage, for PlotConfusionMatrix
+
+    @classmethod
+    def unsaved_arguments(cls) -> tuple[str, ...]:
+        """Arguments a task keeps out of its checkpoints' hyper-parameters (evaluation choices)."""
+        return ()
+
+    def check_targets(self, datamodule) -> None:
+        """Refuse, in one line, data whose targets are another task's (its ``target_kind``, ``class`` if unset)."""
+        kind = getattr(datamodule, "target_kind", "class")
+        if kind != self.target_kind:
+            source = getattr(datamodule, "target_source", None) or f"data ({type(datamodule).__name__})"
+            raise UsageError(
+                f"{source} holds {kind} targets but the task is {type(self).__name__}, which trains on"
+                f" {self.target_kind} targets; pick the task for them, e.g. --config {config_for_kind(kind)}"
+            )
 
     def setup(self, stage: str) -> None:
-        """Before fitting: the data's normalisation (a resume's overwrites it), the size it stores images at (for
-        inference on files), and ``auto`` class weights."""
+        """Before fitting: the data's normalisation (a resume's overwrites it) and the size it stores images at (for
+        inference on files)."""
         datamodule = self.trainer.datamodule
         if stage != "fit" or datamodule is None:
             return
@@ -185,86 +156,18 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         stored = getattr(datamodule, "resize_size", None) or getattr(datamodule, "image_size", None)
         if stored is not None and self.hparams.get("resize_size") is None:
             self.hparams.resize_size = tuple(int(v) for v in stored)
-        if self.hparams.get("class_weights") == "auto":
-            self.criterion.weight.copy_(inverse_frequency_weights(datamodule, self.class_names))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Images ``(B, C, H, W)`` in 0..255 -> logits ``(B, num_classes)``."""
+        """Images ``(B, C, H, W)`` in 0..255 -> the network's outputs ``(B, num_classes)``."""
         if self.hparams.get("channels_last"):
             x = x.contiguous(memory_format=torch.channels_last)  # uint8: the cheapest moment to reorder
         return self.net(x)
-
-    def _shared_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        images, labels = batch  # (B, C, H, W) uint8, (B,) int64
-        logits = self(images)  # (B, K)
-        return self.criterion(logits, labels), logits
-
-    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        """Loss on one batch (mixed if asked: ``(B, K)`` soft targets); accuracy accumulates over the epoch."""
-        images, targets = batch
-        if self.batch_mix is not None:
-            images, targets = self.batch_mix(images, targets, self.current_epoch, self.global_step, self.global_rank)
-        loss, logits = self._shared_step((images, targets))
-        labels = targets if targets.ndim == 1 else targets.argmax(dim=-1)  # mixed: the dominant label
-        self.train_metrics.update(logits.detach().argmax(dim=-1), labels)
-        # Per step this rank's value, unsynchronised; per epoch a torchmetrics mean, reduced once at its end.
-        self.log("train/loss_step", loss, on_step=True, on_epoch=False, prog_bar=True)
-        self.train_loss.update(loss.detach())
-        return loss
-
-    def on_train_epoch_end(self) -> None:
-        """Log and reset the epoch's train metrics (synchronised across processes by torchmetrics)."""
-        self.log_dict(self.train_metrics.compute())
-        self.log("train/loss_epoch", self.train_loss.compute())
-        self.train_metrics.reset()
-        self.train_loss.reset()
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         """Log the gradient norm before clipping (AMP has unscaled it): rising spikes come before a loss that goes
         NaN. Only on the steps that reach the logger: the norm is a pass over every gradient."""
         if logs_this_step(self.trainer):
             self.log("train/grad_norm", optim.total_grad_norm(self.parameters()), on_step=True, on_epoch=False)
-
-    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        """Accumulate val loss and metrics; logged once per epoch (reduced across processes once, at its end)."""
-        loss, logits = self._shared_step(batch)
-        self.val_metrics.update(logits.float().softmax(dim=-1), batch[1])  # float: bf16 blurs AUROC/ECE
-        self.val_loss.update(loss.detach(), weight=len(batch[1]))  # a mean over images, as self.log's would be
-
-    def on_validation_epoch_end(self) -> None:
-        """Log and reset the epoch's val metrics (torchmetrics syncs them across processes), and ``val/select``."""
-        loss = self.val_loss.compute()
-        self.val_loss.reset()
-        self.log("val/loss", loss, prog_bar=True)
-        scalars = self._log_epoch_metrics(self.val_metrics, "val", progress_bar=("val/acc", "val/f1_macro"))
-        self.log("val/select", selection_score(scalars["val/f1_macro"], loss))
-
-    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        """Accumulate test loss and metrics (on the probabilities averaged over ``tta``'s views, if any)."""
-        logits = tta_logits(self, batch[0], self.tta) if self.tta else self(batch[0])  # TTA: log mean probability
-        loss = self.criterion(logits, batch[1])
-        self.test_metrics.update(logits.float().softmax(dim=-1), batch[1])
-        self.log("test/loss", loss, on_step=False, on_epoch=True, sync_dist=True)
-
-    def on_test_epoch_end(self) -> None:
-        """Log and reset the test metrics."""
-        self._log_epoch_metrics(self.test_metrics, "test")
-
-    def _log_epoch_metrics(self, metrics, stage: str, progress_bar: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
-        """Compute (synchronised across processes), keep the confusion matrix, log the scalars, reset."""
-        values, matrix = split_confusion_matrix(metrics.compute())
-        metrics.reset()
-        if matrix is not None:
-            self.confusion_matrices[stage] = matrix.cpu()
-        scalars = scalar_metrics(values, self.class_names)
-        self.log_dict({k: v for k, v in scalars.items() if k in progress_bar}, prog_bar=True)
-        self.log_dict({k: v for k, v in scalars.items() if k not in progress_bar})
-        return scalars
-
-    def predict_step(self, batch, batch_idx: int) -> torch.Tensor:
-        """Class probabilities ``(B, K)`` (averaged over ``tta``'s views, if any)."""
-        images = batch[0] if isinstance(batch, (tuple, list)) else batch
-        return (tta_logits(self, images, self.tta) if self.tta else self(images)).softmax(dim=-1)
 
     def configure_callbacks(self) -> list:
         """:class:`FreezeBackbone` while ``freeze_backbone_epochs`` > 0."""
@@ -295,8 +198,10 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         uncompile_child(self.net, "backbone")
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        """Save weights under their uncompiled names, so a compiled run's checkpoint loads anywhere."""
+        """Save weights under their uncompiled names, so a compiled run's checkpoint loads anywhere; record the
+        task's name, which export looks the task's answers up by."""
         checkpoint["state_dict"] = uncompiled_keys(checkpoint["state_dict"])
+        checkpoint["task"] = self.task_name
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Match the checkpoint's keys to this model, compiled or not, whichever way the checkpoint was saved."""
@@ -316,8 +221,21 @@ class ImageClassifier(ChosenByTask, L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": optim.scheduler_config(scheduler, PLATEAU_MONITOR)}
 
 
+def config_for_kind(kind: str) -> str:
+    """The config that selects the task for ``kind`` targets (the package's own tasks)."""
+    for task in all_subclasses(ImageTask):
+        if task.target_kind == kind and task.task_config:
+            return task.task_config
+    return "configs/task/<the task for them>.yaml"
+
+
+def all_subclasses(cls: type) -> list[type]:
+    """Every subclass of ``cls`` imported so far, depth first."""
+    return [sub for direct in cls.__subclasses__() for sub in (direct, *all_subclasses(direct))]
+
+
 def batch_size(batch: tuple[torch.Tensor, torch.Tensor] | torch.Tensor) -> int:
-    """Samples in an ``(images, labels)`` batch or an images-only one; ``ThroughputMonitor``'s ``batch_size_fn``."""
+    """Samples in an ``(images, targets)`` batch or an images-only one; ``ThroughputMonitor``'s ``batch_size_fn``."""
     return len(batch[0] if isinstance(batch, (tuple, list)) else batch)
 
 
@@ -327,17 +245,17 @@ def logs_this_step(trainer: L.Trainer) -> bool:
     return (trainer.global_step + 1) % trainer.log_every_n_steps == 0 or trainer.should_stop
 
 
-def _check_arguments(
-    num_classes: int, class_names, freeze_backbone_epochs: int, backbone_lr_scale: float, reference_batch_size: int
+def check_shared_arguments(
+    num_classes: int, class_names, freeze_backbone_epochs: int, backbone_lr_scale: float, dropout: float
 ) -> None:
-    """One ``model.<key> must ...`` line for an argument out of range (the loss checks its own)."""
-    if num_classes < 2:
-        raise UsageError(f"model.num_classes must be >= 2, got {num_classes}")
+    """One ``model.<key> must ...`` line for a shared argument out of range."""
+    if num_classes < 1:
+        raise UsageError(f"model.num_classes must be >= 1, got {num_classes}")
     if class_names is not None and len(class_names) != num_classes:
         raise UsageError(f"model.class_names has {len(class_names)} names but num_classes is {num_classes}")
     if freeze_backbone_epochs < 0:
         raise UsageError(f"model.freeze_backbone_epochs must be >= 0, got {freeze_backbone_epochs}")
     if not backbone_lr_scale > 0:
         raise UsageError(f"model.backbone_lr_scale must be > 0, got {backbone_lr_scale}")
-    if reference_batch_size < 1:
-        raise UsageError(f"model.reference_batch_size must be >= 1, got {reference_batch_size}")
+    if not 0 <= dropout < 1:
+        raise UsageError(f"model.dropout must be in [0, 1), got {dropout}")

@@ -1,0 +1,30 @@
+"""Single-label classification's answers: a softmax over the logits, the top ``k`` classes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from litstarter.tasks.answers import TaskAnswers, softmax
+
+
+class ClassificationAnswers(TaskAnswers):
+    """One class per image: probabilities are the softmax; an answer is the ``k`` likeliest classes."""
+
+    name = "single_label"
+    output_kind = "logits; apply softmax for probabilities"
+
+    def probabilities(self, logits: np.ndarray) -> np.ndarray:
+        """Row-wise softmax, float64."""
+        return softmax(logits)
+
+    def answer(self, p: np.ndarray, k: int) -> tuple[list[tuple[str, float]], None]:
+        """The top ``k`` ``(class, probability)`` pairs, best first (ties in class order)."""
+        return [(self.class_names[i], float(p[i])) for i in np.argsort(-p, kind="stable")[:k]], None
+
+    def json_answer(self, p: np.ndarray, k: int) -> dict:
+        """``{"predictions": [{"class", "index", "prob"}, ...]}``, the top ``k``, best first."""
+        order = np.argsort(-p, kind="stable")[:k]
+        return {"predictions": [{"class": self.class_names[i], "index": int(i), "prob": float(p[i])} for i in order]}
+
+
+ANSWERS = ClassificationAnswers
