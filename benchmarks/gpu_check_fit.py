@@ -63,7 +63,8 @@ def stack(*configs: str) -> tuple[dict, dict]:
     for name in ("default.yaml", *configs):
         config = yaml.safe_load((CONFIGS / name).read_text()) or {}
         trainer.update(config.get("trainer") or {})
-        model.update(config.get("model") or {})
+        section = config.get("model") or {}
+        model.update((section.get("init_args") or {}) if "class_path" in section else section)  # the task's args
     for key in NOT_TIMED:
         trainer.pop(key, None)
     # The task's defaults (optimizer/lr_scheduler: null) are default.yaml's AdamW and 5% warmup-cosine; no

@@ -26,7 +26,7 @@ import drop_extra  # noqa: E402  (a script, not a package)
 
 pytestmark = pytest.mark.slow
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-OWNER_FILES = ["src/acme/models/my_backbone.py", "src/acme/task.py", "configs/default.yaml"]
+OWNER_FILES = ["src/acme/models/my_backbone.py", "src/acme/tasks/classification.py", "configs/default.yaml"]
 FIX = "src/{pkg}/_engine/run/folder.py"
 EXTRAS = drop_extra.extras(REPO)
 #: One extra B keeps and one it deletes (one that no other extra imports, so it goes alone).
@@ -90,8 +90,10 @@ def copies(tmp_path_factory) -> tuple[Path, Path]:
     _run(["make", "-s", "rename", "NAME=acme", f"PYTHON={sys.executable}"], b)
     _run(["make", "-s", "drop-extra", f"NAME={DROPPED}", f"PYTHON={sys.executable}"], b)
     (b / OWNER_FILES[0]).write_text('"""The owner\'s backbone."""\n\nBACKBONE = "mine"\n', encoding="utf-8")
-    task = (b / OWNER_FILES[1]).read_text(encoding="utf-8")  # edited in place: the line budget stays the template's
-    (b / OWNER_FILES[1]).write_text(task.replace('"""The task:', '"""The owner\'s task:', 1), encoding="utf-8")
+    task = (b / OWNER_FILES[1]).read_text(encoding="utf-8")  # edited in place
+    (b / OWNER_FILES[1]).write_text(
+        task.replace('"""Single-label', '"""The owner\'s single-label', 1), encoding="utf-8"
+    )
     _append(b / OWNER_FILES[2], "\n# the owner's config change\n")
     _git(["add", "-A"], b)
     _git(["commit", "-q", "-m", "acme: renamed, an extra dropped, edited"], b)

@@ -38,7 +38,7 @@ def test_unknown_config_key_fails_at_parse_time_naming_the_key_the_file_and_the_
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("model:\n  lable_smoothing: 0.1\n")
-    with pytest.raises(UsageError, match=r"model.lable_smoothing in .*bad.yaml: .*did you mean model.label_smoothing"):
+    with pytest.raises(UsageError, match=r"model.lable_smoothing in .*bad.yaml: .*did you mean label_smoothing"):
         run_cli(["fit", "--config", str(DEFAULT_CONFIG), "--config", str(bad)])
 
 

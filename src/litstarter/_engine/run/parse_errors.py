@@ -107,7 +107,7 @@ def sentence(message: str, known_keys: Iterable[str] = (), args: Sequence[str] =
     unknown = re.search(r"class_path '([\w.]+)':\s+Option '(\w+)' is not accepted", message)
     if unknown:
         class_path, option = unknown[1], unknown[2]
-        hint = did_you_mean(option, _init_options(class_path)).replace("mean ", f"mean {key}.") or f" ({helps})"
+        hint = did_you_mean(option, _init_options(class_path)) or f" ({helps})"
         source = _file_with_key(files, f"{key}.{option}") or _file_with_key(files, f"{key}.init_args.{option}")
         where = f" in {source}" if source else ""
         return f"{key}.{option}{where}: not an option of {class_path.rpartition('.')[2]}{hint}"

@@ -114,6 +114,8 @@ def has_key(config: dict, dotted: str) -> bool:
     for part in dotted.split("."):
         if node is None:
             return True
+        if isinstance(node, dict) and part not in node and "class_path" in node:
+            node = node.get("init_args") or {}  # a class by path (the task, the data): `model.lr` is its init_args'
         if not isinstance(node, dict) or part not in node:
             return False
         node = node[part]
