@@ -139,9 +139,10 @@ class ImageFolderDataModule(ArrayDataModule):
         if "test" in cache.splits:
             self.test_set = ArrayImageDataset(cache.images("test"), self.labels_of("test"), self.image_size)
 
-    def labels_of(self, split: str):
-        """A cached split's labels: ``(N,)`` class indices, or ``(N, K)`` multi-hot targets for multi-label data."""
-        cache = self.load_cache()
+    def labels_of(self, split: str, cache: ImageCache | None = None):
+        """A cached split's labels: ``(N,)`` class indices, or ``(N, K)`` multi-hot targets for multi-label data
+        (from ``cache``, a cache of this folder already open; ``None``: this module's own)."""
+        cache = cache or self.load_cache()
         return self.folder.targets(cache, split) if self.folder.multilabel else cache.labels(split)
 
     def train_sampler(self) -> Sampler | BatchSampler:

@@ -31,6 +31,10 @@ class TaskAnswers:
     name: ClassVar[str] = ""
     #: ``model.json``'s ``output.kind``: how to read the graph's output.
     output_kind: ClassVar[str] = "logits"
+    #: The export report's name for :meth:`agreement` (an exported fp32 artifact must agree on every image).
+    agreement_name: ClassVar[str] = "agreement"
+    #: The export report's name for :meth:`score` (INT8 is accepted on its drop against eager).
+    score_name: ClassVar[str] = "score"
 
     def __init__(self, class_names: Sequence[str], thresholds: Sequence[float] | None = None) -> None:
         self.class_names = list(class_names)
@@ -60,6 +64,14 @@ class TaskAnswers:
 
     def json_answer(self, p: np.ndarray, k: int) -> dict:
         """``serve``'s ``/predict`` answer for one image's ``(K,)`` probabilities."""
+        raise NotImplementedError
+
+    def agreement(self, outputs: np.ndarray, reference: np.ndarray) -> float:
+        """The share of images whose answer from ``outputs`` logits is the one from ``reference`` logits."""
+        raise NotImplementedError
+
+    def score(self, logits: np.ndarray, targets: np.ndarray) -> float:
+        """The task's headline figure of ``logits`` against the data's ``targets`` (higher is better)."""
         raise NotImplementedError
 
     def csv_label_names(self) -> list[str] | None:
@@ -93,6 +105,11 @@ def answers_class(task: str) -> type[TaskAnswers]:
     if task not in modules:
         raise KeyError(f"task {task!r} is none of this litstarter's tasks ({', '.join(sorted(modules))})")
     return modules[task]
+
+
+def figure_label(name: str) -> str:
+    """An export figure's name (:attr:`TaskAnswers.agreement_name`) as a sentence says it: ``top-1 agreement``."""
+    return name.replace("top1", "top-1").replace("_", " ")
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

@@ -12,6 +12,16 @@ class ClassificationAnswers(TaskAnswers):
 
     name = "single_label"
     output_kind = "logits; apply softmax for probabilities"
+    agreement_name = "top1_agreement"
+    score_name = "accuracy"
+
+    def agreement(self, outputs: np.ndarray, reference: np.ndarray) -> float:
+        """The share of images with the same top-1 class."""
+        return float((outputs.argmax(1) == reference.argmax(1)).mean())
+
+    def score(self, logits: np.ndarray, targets: np.ndarray) -> float:
+        """Accuracy against ``(N,)`` class indices."""
+        return float((logits.argmax(1) == targets[: len(logits)]).mean())
 
     def probabilities(self, logits: np.ndarray) -> np.ndarray:
         """Row-wise softmax, float64."""

@@ -14,6 +14,26 @@ class MultilabelAnswers(TaskAnswers):
 
     name = "multilabel"
     output_kind = "logits; apply a sigmoid per label for probabilities, predict those >= thresholds"
+    agreement_name = "label_set_agreement"
+    score_name = "map_macro"
+
+    def agreement(self, outputs: np.ndarray, reference: np.ndarray) -> float:
+        """The share of images whose predicted label set (at the thresholds) is the same."""
+        thresholds = np.asarray(self.thresholds)
+        same = (self.probabilities(outputs) >= thresholds) == (self.probabilities(reference) >= thresholds)
+        return float(same.all(axis=1).mean())
+
+    def score(self, logits: np.ndarray, targets: np.ndarray) -> float:
+        """Mean average precision over the labels with a positive in ``(N, K)`` 0/1 ``targets`` (as the task's
+        ``map_macro``: a label without one is left out)."""
+        from sklearn.metrics import average_precision_score
+
+        targets = np.asarray(targets)[: len(logits)] > 0
+        present = targets.any(axis=0)
+        if not present.any():
+            return 0.0
+        probabilities = self.probabilities(logits)[:, present]
+        return float(average_precision_score(targets[:, present], probabilities, average="macro"))
 
     def problem(self) -> str | None:
         """Thresholds are needed, one per label."""

@@ -37,7 +37,12 @@ def planted(tmp_path_factory) -> tuple[Path, list[str]]:
 
 def test_inspect_finds_the_planted_copy_the_imbalance_and_suggests_a_sampler(planted, tmp_path: Path) -> None:
     root, args = planted
-    as_json, table = run_cases(tmp_path, [{"argv": [*args, "--json"]}, {"argv": args}])  # one process
+    cache = next(a for a in args if a.startswith("--data.init_args.cache_dir="))
+    bare = ["inspect", "--data.root", str(root), cache, "--data.image_size", "16", "--json"]  # no --config
+    cases = [{"argv": [*args, "--json"]}, {"argv": args}, {"argv": bare}]
+    as_json, table, without_config = run_cases(tmp_path, cases)  # one process
+    assert without_config["code"] == 0, without_config["stderr"][-3000:]  # the image folder, as fit would read it
+    assert json.loads(without_config["stdout"])["images"]["train"] == {"cat": 18, "dog": 3}
     assert as_json["code"] == 0, as_json["stderr"][-3000:]
     report = json.loads(as_json["stdout"])  # builds the cache: it was missing
     assert report["cache_reused"] is False

@@ -4,6 +4,7 @@ probabilities as the eager checkpoint, for the same 20 files."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import httpx
@@ -28,7 +29,19 @@ def test_eager_onnx_infer_and_serve_agree_on_label_sets_and_probabilities(multil
     run = multilabel_runs["labels"]
     (ckpt,) = [p for p in (run / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
     out = tmp_path / "export"
-    assert export(["--ckpt_path", str(ckpt), "--out", str(out), "--formats", "onnx"]) == 0
+    assert export(["--ckpt_path", str(ckpt), "--out", str(out), "--formats", "onnx", "int8"]) in (0, 1)
+    report = json.loads((out / "export_report.json").read_text())
+    # Verified on the task's own terms: the same label sets at the thresholds, and INT8 on the drop in mAP
+    assert (report["verification"]["agreement"], report["verification"]["score"]) == (
+        "label_set_agreement",
+        "map_macro",
+    )
+    assert (
+        report["artifacts"]["model.onnx"]["label_set_agreement"] == 1.0 and report["artifacts"]["model.onnx"]["passed"]
+    )
+    int8 = report["artifacts"]["model.int8.onnx"]
+    assert int8["passed"] == (int8["map_macro_drop"] <= 0.01 + 1e-12), int8
+    assert int8["map_macro"] == pytest.approx(report["eager"]["map_macro"] - int8["map_macro_drop"])
     contract = ModelContract.from_json((out / "model.json").read_text())
     assert contract.task == "multilabel" and len(contract.thresholds) == 10
     files = sorted((multilabel_runs["root"] / "images").glob("*.png"))[:FILES]

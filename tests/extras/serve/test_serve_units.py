@@ -134,7 +134,8 @@ def test_verification_line(tmp_path):
     model.write_bytes(b"")
     assert verification(model)["line"] == "not verified: no export_report.json beside model.onnx"
     figures = {"passed": True, "max_abs_diff": 2e-6, "top1_agreement": 1.0, "accuracy": 0.97}
-    report = {"artifacts": {"model.onnx": figures}, "verification": {"samples": 270, "split": "test"}}
+    verified = {"samples": 270, "split": "test", "agreement": "top1_agreement", "score": "accuracy"}
+    report = {"artifacts": {"model.onnx": figures}, "verification": verified}
     (tmp_path / "export_report.json").write_text(json.dumps({**report, "eager": {"accuracy": 0.97}}))
     line = verification(model)["line"]
     assert line == (

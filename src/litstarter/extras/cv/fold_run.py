@@ -89,7 +89,7 @@ def best_epochs(trainer) -> int:
 
 def evaluate(cli, ckpt: str | None) -> tuple[dict[str, float], np.ndarray]:
     """One validation epoch of ``ckpt`` (``best``, or the current weights) on the run's val split: its logged
-    figures, and the class probabilities of each val image ``(N, K)`` in the val loader's order.
+    figures, and the task's probabilities of each val image ``(N, K)`` in the val loader's order.
 
     The probabilities are the logits that validation itself computes, caught by a forward hook (one pass, not
     two); a task that calls its forward more than once a batch (test-time augmentation) gets a second pass.
@@ -102,13 +102,21 @@ def evaluate(cli, ckpt: str | None) -> tuple[dict[str, float], np.ndarray]:
         (figures,) = trainer.validate(model, datamodule=data, ckpt_path=ckpt, verbose=False)
     finally:
         hook.remove()
-    probabilities = torch.cat(caught).softmax(dim=-1) if caught else torch.zeros(0)  # (N, K)
-    if len(probabilities) != len(data.val_set):
+    logits = torch.cat(caught) if caught else torch.zeros(0)  # (N, K)
+    if len(logits) != len(data.val_set):
         model.eval()
         with torch.no_grad():
-            batches = [model(x.to(model.device)).float().cpu() for x, _ in data.val_dataloader()]
-        probabilities = torch.cat(batches).softmax(dim=-1)
-    return {k: float(v) for k, v in figures.items()}, probabilities.numpy()
+            logits = torch.cat([model(x.to(model.device)).float().cpu() for x, _ in data.val_dataloader()])
+    return {k: float(v) for k, v in figures.items()}, task_probabilities(model, logits.numpy())
+
+
+def task_probabilities(model, logits: np.ndarray) -> np.ndarray:
+    """The task's own probabilities of ``(N, K)`` logits: its answers' (a softmax, or a sigmoid per label)."""
+    from litstarter.tasks.answers import answers_class
+
+    if len(logits) == 0:
+        return logits
+    return answers_class(model.task_name)(model.class_names).probabilities(logits)
 
 
 def run_fold(fit_args: list[str], fold_dir: Path, fold: int, val_ids: list[str], id_column: str,

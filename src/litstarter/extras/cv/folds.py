@@ -64,7 +64,8 @@ def copy_groups(sha256: list[str], phash: list[str] | None, near_distance: int =
 
 
 def assign_folds(labels: np.ndarray, groups: np.ndarray, k: int, seed: int, names: list[str]) -> np.ndarray:
-    """``(n,)`` fold of every item, 0..k-1: each group in one fold, classes stratified, seeded.
+    """``(n,)`` fold of every item, 0..k-1: each group in one fold, classes stratified, seeded (label sets: see
+    :func:`label_set_folds`).
 
     Raises:
         BadInputError: a class with fewer distinct images than folds (named by ``names``).
@@ -72,6 +73,8 @@ def assign_folds(labels: np.ndarray, groups: np.ndarray, k: int, seed: int, name
     from sklearn.model_selection import StratifiedGroupKFold
 
     labels = np.asarray(labels)
+    if labels.ndim == 2:  # (n, K) label sets: no single class to stratify by
+        return label_set_folds(labels, groups, k, seed, names)
     for label in np.unique(labels):
         n = len(np.unique(groups[labels == label]))
         if n < k:
@@ -84,3 +87,38 @@ def assign_folds(labels: np.ndarray, groups: np.ndarray, k: int, seed: int, name
     for fold, (_, held_out) in enumerate(splitter.split(np.zeros(len(labels)), labels, groups)):
         folds[held_out] = fold
     return folds
+
+
+#: Seeded draws of the iterative stratification a label-set split tries, keeping the one closest to the pool.
+DRAWS = 16
+
+
+def label_set_folds(targets: np.ndarray, groups: np.ndarray, k: int, seed: int, names: list[str]) -> np.ndarray:
+    """``(n,)`` fold of every item of ``(n, K)`` 0/1 label sets, 0..k-1: each group of copies in one fold, every
+    label's frequency stratified by iterative stratification over the groups (a group holds each label any member
+    has; :func:`litstarter._engine.images.label_sets.stratify`, the multi-label splits' own). Its greedy draw can
+    leave one fold a few images large, which moves every label's frequency there at once, so :data:`DRAWS` seeded
+    draws are made and the one whose worst label frequency is closest to the pool's is kept.
+
+    Raises:
+        BadInputError: a label held by fewer distinct images than folds (named by ``names``).
+    """
+    from litstarter._engine.images.label_sets import stratify
+
+    _, inverse = np.unique(groups, return_inverse=True)
+    held = np.zeros((inverse.max() + 1, targets.shape[1]), dtype=np.float64)  # (groups, K)
+    np.maximum.at(held, inverse, (targets > 0).astype(np.float64))
+    for name, count in zip(names, held.sum(axis=0).astype(int), strict=True):
+        if 0 < count < k:
+            raise BadInputError(
+                f"label '{name}' is on {count} distinct image(s) (copies counted once) in the training data;"
+                f" {k} folds need at least {k} per label: use fewer --folds or add images"
+            )
+    positives, best, best_gap = targets > 0, None, np.inf
+    for draw in range(DRAWS):
+        chosen = stratify(held, {str(fold): 1.0 / k for fold in range(k)}, seed * DRAWS + draw)
+        folds = np.array([int(fold) for fold in chosen], dtype=np.int64)[inverse]
+        gap = max(np.abs(positives[folds == f].mean(axis=0) - positives.mean(axis=0)).max() for f in range(k))
+        if gap < best_gap:
+            best, best_gap = folds, gap
+    return best

@@ -1,8 +1,9 @@
 """The training data a study splits into folds, read from the configured data module, and each fold's split file.
 
 * An image folder (every layout, and a labels CSV): its train and val splits together, from the image cache,
-  with each file's path, label, SHA-256 and pHash. A fold's split is a labels CSV (``path,label,split``) in the
-  study folder, which the fold's run reads through ``data.labels``; its test split is left out.
+  with each file's path, label (or label set), SHA-256 and pHash. A fold's split is a labels CSV
+  (``path,label,split``, or ``path,labels,split`` with ``;``-joined label sets) in the study folder, which the
+  fold's run reads through ``data.labels``; its test split is left out.
 * The digits: their train and val splits, by index into ``load_digits()``; copies by SHA-256 of the pixels only
   (at 8x8 px, 10 pHash bits join thousands of distinct glyphs). A fold's split is ``data.split_file``.
 
@@ -31,7 +32,7 @@ class Pool:
 
     Args:
         ids: Each item's name: its path under ``data.root`` (an image folder) or its index (the digits).
-        labels: ``(n,)`` label indices.
+        labels: ``(n,)`` label indices, or ``(n, K)`` 0/1 label sets (multi-label data).
         class_names: The class names, in label order.
         sha256: Each item's content hash.
         phash: Each item's pHash (16 hex digits, ``""`` for a flat image), or ``None``: copies by content only.
@@ -56,7 +57,8 @@ class Pool:
 
     def digest(self) -> str:
         """A hash of the items, their labels and contents: a study resumes only over the same data."""
-        text = "\n".join(f"{i}\t{y}\t{s}" for i, y, s in zip(self.ids, self.labels, self.sha256, strict=True))
+        labels = [self.target_text(y) for y in self.labels]
+        text = "\n".join(f"{i}\t{y}\t{s}" for i, y, s in zip(self.ids, labels, self.sha256, strict=True))
         return hashlib.sha256(f"{text}\n{self.test_ids}".encode()).hexdigest()
 
     def write_split(self, path: Path, splits: list[str], with_test: str | None = None) -> Path:
@@ -70,14 +72,25 @@ class Pool:
             with open(tmp, "w", newline="") as handle:
                 out = csv.writer(handle)
                 if self.id_column == "path":
-                    out.writerow(["path", "label", "split"])
-                    out.writerows((i, self.class_names[y], s) for i, y, s in rows)
+                    out.writerow(["path", "labels" if self.label_sets else "label", "split"])
+                    out.writerows((i, self.target_text(y), s) for i, y, s in rows)
                 else:
                     out.writerow(["index", "split"])
                     out.writerows((i, s) for i, _, s in rows)
 
         path.parent.mkdir(parents=True, exist_ok=True)
         return atomic_write(path, write)
+
+    @property
+    def label_sets(self) -> bool:
+        """Whether each item has a set of labels (``(n, K)`` targets) rather than one class."""
+        return self.labels.ndim == 2
+
+    def target_text(self, target) -> str:
+        """An item's target as a labels CSV writes it: its class name, or its labels ``;``-joined."""
+        if self.label_sets:
+            return ";".join(n for n, on in zip(self.class_names, target, strict=True) if on > 0)
+        return self.class_names[int(target)]
 
     def data_args(self, split_file: Path) -> list[str]:
         """The fit arguments that make a run read ``split_file`` (and the pinned values)."""
@@ -126,12 +139,12 @@ def _image_folder_pool(data: ImageFolderDataModule, given: dict[str, Any]) -> Po
     test = ["test"] if "test" in cache.splits else []
     return Pool(
         ids=column("path", pool_splits),
-        labels=np.concatenate([cache.labels(s) for s in pool_splits]),
+        labels=np.concatenate([data.labels_of(s, cache) for s in pool_splits]),  # class indices, or label sets
         class_names=list(data.class_names),
         sha256=column("sha256", pool_splits),
         phash=column("phash", pool_splits),
         test_ids=column("path", test),
-        test_labels=np.concatenate([cache.labels(s) for s in test]) if test else np.zeros(0, np.int64),
+        test_labels=np.concatenate([data.labels_of(s, cache) for s in test]) if test else np.zeros(0, np.int64),
         id_column="path",
         data_key="labels",
         pinned=pinned,

@@ -27,20 +27,27 @@ def summarise(records: list[dict]) -> dict[str, dict[str, float]]:
 
 
 def write_oof(path: Path, pool: Pool, folds: np.ndarray, predictions: dict[str, np.ndarray]) -> float:
-    """Write ``oof_predictions.csv`` (pool order: ``<id>,label,fold,predicted,prob_<class>...``, folds from 1);
-    return its accuracy."""
+    """Write ``oof_predictions.csv`` (pool order: ``<id>,label,fold,predicted,prob_<class>...``, folds from 1; for
+    label sets ``<id>,labels,fold,predicted,prob_<label>...``, ``;``-joined, predicted at 0.5); return its accuracy
+    (for label sets, the exact-match share)."""
     names = pool.class_names
     rows, correct = [], 0
-    for item, label, fold in zip(pool.ids, pool.labels, folds, strict=True):
+    for item, target, fold in zip(pool.ids, pool.labels, folds, strict=True):
         probabilities = predictions[item]
-        predicted = int(np.argmax(probabilities))
-        correct += predicted == label
-        rows.append([item, names[label], int(fold) + 1, names[predicted], *(f"{p:.6g}" for p in probabilities)])
+        if pool.label_sets:
+            predicted = (probabilities >= 0.5).astype(np.float64)
+            correct += bool(np.array_equal(predicted, (np.asarray(target) > 0).astype(np.float64)))
+        else:
+            predicted = int(np.argmax(probabilities))
+            correct += predicted == target
+        shown = [pool.target_text(target), int(fold) + 1, pool.target_text(predicted)]
+        rows.append([item, *shown, *(f"{p:.6g}" for p in probabilities)])
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="") as handle:
             out = csv.writer(handle)
-            out.writerow([pool.id_column, "label", "fold", "predicted", *(f"prob_{n}" for n in names)])
+            target = "labels" if pool.label_sets else "label"
+            out.writerow([pool.id_column, target, "fold", "predicted", *(f"prob_{n}" for n in names)])
             out.writerows(rows)
 
     atomic_write(path, write)

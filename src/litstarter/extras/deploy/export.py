@@ -79,7 +79,8 @@ class ExportJob:
     def __post_init__(self) -> None:
         self.batch_sizes = {32: self.data.test_images, 1: self.data.test_images[:64]}
         self.reference = {b: run_batches(self.net, images, b) for b, images in self.batch_sizes.items()}
-        self.eager_accuracy = float((self.reference[32].argmax(1) == self.data.test_labels).mean())
+        self.answers = self.contract.answers()  # the task's: what agreeing means, and its score
+        self.eager_score = self.answers.score(self.reference[32], self.data.test_labels)
         self.example = torch.from_numpy(self.data.test_images[:2].copy())  # 2: a batch of 1 would fix the dim
 
     def write(self, fmt: str, path: Path) -> dict:
@@ -104,7 +105,9 @@ class ExportJob:
         name, kind = FORMATS[fmt]
         backend = open_model(path, kind=kind, contract=self.contract, trust_model=True)  # made just now, by us
         outputs = {b: run_batches(backend, images, b) for b, images in self.batch_sizes.items()}
-        figures = compare(name, outputs, self.reference, self.data.test_labels, fmt == "int8", self.tolerances)
+        figures = compare(
+            name, outputs, self.reference, self.data.test_labels, fmt == "int8", self.tolerances, self.answers
+        )
         figures["runtime"] = backend.runtime
         if not figures["passed"]:
             raise ArtifactRejected(figures)  # atomic_write removes the temporary file
@@ -135,20 +138,22 @@ class ExportJob:
         return figures
 
     def report(self, results: dict[str, dict], source: dict, out: Path) -> dict:
-        """The export report: source, eager accuracy, what was verified on, tolerances and every artifact's figures."""
+        """The export report: source, eager score, what was verified on, tolerances and every artifact's figures."""
         tolerances = self.tolerances
         return {
             "source": source,
             "out": str(out),
-            "eager": {"accuracy": self.eager_accuracy, "runtime": f"torch {torch.__version__}"},
+            "eager": {self.answers.score_name: self.eager_score, "runtime": f"torch {torch.__version__}"},
             "verification": {
+                "agreement": self.answers.agreement_name,
+                "score": self.answers.score_name,
                 "split": self.data.split,
                 "samples": int(len(self.data.test_images)),
                 "batch_sizes": {str(b): int(len(images)) for b, images in self.batch_sizes.items()},
             },
             "tolerances": {
-                "fp32": {"rtol": tolerances.rtol, "atol": tolerances.atol, "top1_agreement": 1.0},
-                "int8": {"max_accuracy_drop": tolerances.int8_max_accuracy_drop},
+                "fp32": {"rtol": tolerances.rtol, "atol": tolerances.atol, self.answers.agreement_name: 1.0},
+                "int8": {f"max_{self.answers.score_name}_drop": tolerances.int8_max_accuracy_drop},
             },
             "artifacts": results,
             "removed_stale": sorted(n for n in ARTIFACT_NAMES if n not in self.artifacts and (out / n).exists()),

@@ -21,7 +21,7 @@ class ExportData:
 
     Args:
         test_images: ``(N, C, H, W)`` uint8 from the test split.
-        test_labels: ``(N,)`` int64.
+        test_labels: The data's targets: ``(N,)`` int64 class indices, or ``(N, K)`` label sets.
         calibration_images: ``(M, C, H, W)`` uint8 from the train split (no augmentation).
         resize_size: The size the data module stores images at.
         split: Where the verification images come from: ``test``, or ``val`` for data without a test split.
@@ -116,7 +116,5 @@ def load_export_data(
         )
     # The eval view of both: the train split's own items are augmented, calibration must see what inference sees.
     test_images, test_labels = held_out.eval_view(stratified_sample(held_out.labels, verify_samples, seed))
-    if test_labels.ndim == 2:  # multi-label: "accuracy" is then the top logit being the first label, only ever
-        test_labels = test_labels.argmax(axis=1)  # compared between an artifact and eager (the logits are verified)
     calibration, _ = dm.train_set.eval_view(stratified_sample(dm.train_set.labels, calibration_images, seed))
     return ExportData(test_images, test_labels, calibration, stored, split)

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from litstarter.extras.deploy.backends import Backend
+from litstarter.tasks.answers import TaskAnswers, figure_label
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,8 @@ class Tolerances:
     Args:
         rtol: fp32 artifacts: relative tolerance on every logit.
         atol: fp32 artifacts: absolute tolerance on every logit.
-        int8_max_accuracy_drop: INT8: largest allowed drop in test accuracy, as a fraction (0.01 = 1 point).
+        int8_max_accuracy_drop: INT8: largest allowed drop in the task's score on the test split (accuracy; a
+            multi-label model's mAP), as a fraction (0.01 = 1 point).
     """
 
     rtol: float = 1e-3
@@ -50,9 +52,10 @@ def compare(
     name: str,
     outputs: dict[int, np.ndarray],
     reference: dict[int, np.ndarray],
-    labels: np.ndarray,
+    targets: np.ndarray,
     quantized: bool,
     tol: Tolerances,
+    answers: TaskAnswers,
 ) -> dict:
     """The figures for one artifact against eager, with a ``failures`` list naming each figure out of tolerance.
 
@@ -60,30 +63,32 @@ def compare(
         name: The artifact's file name.
         outputs: Batch size -> the artifact's logits on the verification images.
         reference: Batch size -> the eager logits on the same images.
-        labels: Labels of the largest batch size's images.
-        quantized: INT8 (accuracy tolerance) rather than fp32 (elementwise tolerance).
+        targets: The data's targets of the largest batch size's images.
+        quantized: INT8 (a tolerance on the task's score) rather than fp32 (elementwise tolerance).
         tol: The tolerances.
+        answers: The task's answers: what agreeing means (the same top-1 class, the same label set) and its score
+            (accuracy, mAP), under their own names (``answers.agreement_name``, ``answers.score_name``).
     """
     full = max(outputs)
+    agreed, scored = answers.agreement_name, answers.score_name
     diffs = [float(np.abs(outputs[b] - reference[b]).max()) for b in outputs]
-    agree = [float((outputs[b].argmax(1) == reference[b].argmax(1)).mean()) for b in outputs]
-    accuracy = float((outputs[full].argmax(1) == labels).mean())
-    eager_accuracy = float((reference[full].argmax(1) == labels[: len(reference[full])]).mean())
+    agree = [answers.agreement(outputs[b], reference[b]) for b in outputs]
+    score, eager_score = answers.score(outputs[full], targets), answers.score(reference[full], targets)
     figures = {
         "max_abs_diff": max(diffs),
-        "top1_agreement": min(agree),
-        "accuracy": accuracy,
-        "accuracy_drop": eager_accuracy - accuracy,
+        agreed: min(agree),
+        scored: score,
+        f"{scored}_drop": eager_score - score,
         "by_batch_size": {
-            str(b): {"max_abs_diff": d, "top1_agreement": a} for b, d, a in zip(outputs, diffs, agree, strict=True)
+            str(b): {"max_abs_diff": d, agreed: a} for b, d, a in zip(outputs, diffs, agree, strict=True)
         },
         "failures": [],
     }
     if quantized:
-        if eager_accuracy - accuracy > tol.int8_max_accuracy_drop + 1e-12:
+        if eager_score - score > tol.int8_max_accuracy_drop + 1e-12:
             figures["failures"].append(
-                f"{name}: accuracy {accuracy:.4f} is {100 * (eager_accuracy - accuracy):.2f} points below eager "
-                f"{eager_accuracy:.4f} (allowed: {100 * tol.int8_max_accuracy_drop:.2f})"
+                f"{name}: {scored} {score:.4f} is {100 * (eager_score - score):.2f} points below eager "
+                f"{eager_score:.4f} (allowed: {100 * tol.int8_max_accuracy_drop:.2f})"
             )
     else:
         for b in outputs:
@@ -94,15 +99,19 @@ def compare(
                     f"rtol {tol.rtol:g} / atol {tol.atol:g} (by up to {excess.max():.3g})"
                 )
         if min(agree) < 1.0:
-            figures["failures"].append(f"{name}: top-1 agreement {100 * min(agree):.2f}% with eager, expected 100%")
+            figures["failures"].append(
+                f"{name}: {figure_label(agreed)} {100 * min(agree):.2f}% with eager, expected 100%"
+            )
     figures["passed"] = not figures["failures"]
     return figures
 
 
 def format_report(report: dict) -> str:
     """The report as a plain-text table."""
-    rows = [("artifact", "runtime", "max |diff|", "top-1 agree", "accuracy", "result")]
-    rows.append(("eager", report["eager"]["runtime"], "-", "-", f"{report['eager']['accuracy']:.4f}", "reference"))
+    v = report["verification"]
+    agreed, scored = v["agreement"], v["score"]  # the task's names
+    rows = [("artifact", "runtime", "max |diff|", figure_label(agreed), scored, "result")]
+    rows.append(("eager", report["eager"]["runtime"], "-", "-", f"{report['eager'][scored]:.4f}", "reference"))
     for name, r in report["artifacts"].items():
         result = "ok" if r["passed"] else "REJECTED"
         if "quantization" in r:
@@ -115,15 +124,14 @@ def format_report(report: dict) -> str:
                 name,
                 r.get("runtime", "?"),
                 f"{r['max_abs_diff']:.2e}",
-                f"{100 * r['top1_agreement']:.2f}%",
-                f"{r['accuracy']:.4f}",
+                f"{100 * r[agreed]:.2f}%",
+                f"{r[scored]:.4f}",
                 result,
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    v = report["verification"]
     lines.append(
         f"verified on {v['samples']} {v['split']} images at batch size 32 and the first {v['batch_sizes']['1']} "
         "at batch size 1"

@@ -18,6 +18,13 @@ from litstarter._engine.images.folder import CachedImageFolder
 from litstarter.cli import LitStarterCLI
 from litstarter.data import ImageFolderDataModule
 from litstarter.tasks.base import ImageTask
+from litstarter.tasks.classification import ImageClassifier
+
+#: What ``inspect --data.root <folder>`` reads without a ``--config``: an image folder, under the default task.
+DEFAULTS = {
+    "--model": f"{ImageClassifier.__module__}.{ImageClassifier.__qualname__}",
+    "--data": f"{ImageFolderDataModule.__module__}.{ImageFolderDataModule.__qualname__}",
+}
 
 
 class ParseOnly(LitStarterCLI):
@@ -28,6 +35,16 @@ class ParseOnly(LitStarterCLI):
 
     def instantiate_classes(self) -> None:
         """Nothing: only the config is wanted."""
+
+
+def with_defaults(args: list[str]) -> list[str]:
+    """``args`` with :data:`DEFAULTS` in front where no ``--config`` is given and the key is not (so that
+    ``inspect --data.root <folder>`` reads the folder with ``ImageFolderDataModule``'s defaults, as ``fit`` would
+    with ``configs/data/image_folder.yaml``)."""
+    keys = {arg.split("=", 1)[0] for arg in args}
+    if keys & {"--config", "-c"}:
+        return args
+    return [*(part for key, value in DEFAULTS.items() if key not in keys for part in (key, value)), *args]
 
 
 def parse_fit_config(args: list[str]) -> Namespace:
@@ -47,7 +64,7 @@ def parse_fit_config(args: list[str]) -> Namespace:
                 subclass_mode_model=True,
                 subclass_mode_data=True,
                 run=False,
-                args=args,
+                args=with_defaults(args),
                 auto_configure_optimizers=False,
             )
     finally:

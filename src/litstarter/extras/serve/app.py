@@ -34,6 +34,7 @@ from litstarter.extras.serve.options import ServeOptions
 from litstarter.extras.serve.request import Body, RequestError, check_content_type, decode_request_image, image_bytes
 from litstarter.extras.serve.service import Service
 from litstarter.extras.serve.v2 import ProtocolRoutes
+from litstarter.tasks.answers import figure_label
 
 REPORT_NAME = "export_report.json"  # written by litstarter export beside the artifacts
 
@@ -48,7 +49,9 @@ def verification(model_path: Path) -> dict:
     try:
         report = json.loads(report_path.read_text())
         figures = report["artifacts"][model_path.name]
-        v, eager = report["verification"], report["eager"]["accuracy"]
+        v = report["verification"]
+        agreed, scored = v["agreement"], v["score"]  # the task's names (top1_agreement / accuracy, ...)
+        eager = report["eager"][scored]
     except (OSError, ValueError, KeyError, TypeError):
         return {"line": f"not verified: {report_path} has no entry for {model_path.name}"}
     result = "passed" if figures.get("passed") else "REJECTED"
@@ -56,8 +59,8 @@ def verification(model_path: Path) -> dict:
         return {**figures, "line": f"{model_path.name}: {result}: {figures['error'].splitlines()[0]}"}
     line = (
         f"{model_path.name}: {result} against eager on {v['samples']} {v['split']} images: max |diff| "
-        f"{figures['max_abs_diff']:.2e}, top-1 agreement {100 * figures['top1_agreement']:.2f}%, accuracy "
-        f"{figures['accuracy']:.4f} (eager {eager:.4f})"
+        f"{figures['max_abs_diff']:.2e}, {figure_label(agreed)}"
+        f" {100 * figures[agreed]:.2f}%, {scored} {figures[scored]:.4f} (eager {eager:.4f})"
     )
     return {**figures, "line": line}
 
