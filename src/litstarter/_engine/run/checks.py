@@ -70,6 +70,11 @@ def num_classes_of(datamodule) -> int:
         return n
     source = getattr(datamodule, "root", None) or getattr(datamodule, "labels", None) or type(datamodule).__name__
     names = list(getattr(datamodule, "class_names", None) or [])
+    if getattr(datamodule, "task", None) == "multilabel":  # its labels come from a file's rows, not from folders
+        raise UsageError(
+            f"'{source}': data.labels names {n} label(s) {names}; a multi-label classifier needs at least 2 (rows"
+            " naming them; a row with no label is an image with none)"
+        )
     raise UsageError(
         f"'{source}' has {n} class{'' if n == 1 else 'es'} {names}: a classifier needs at least 2 (one folder per"
         " class, each holding that class's images)"
