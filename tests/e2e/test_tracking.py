@@ -67,9 +67,24 @@ def test_tensorboard_csv_and_mlflow_share_one_run_and_a_resume_continues_the_mlf
     assert [m.step for m in client.get_metric_history(run_id, "val/acc")][-1] > 0
     assert len(client.get_metric_history(run_id, "val/acc")) == 3  # two epochs, then the resumed third
     assert "test/acc" in mlflow_run.data.metrics
+    # The linear baseline beside the network's test scores, in each reader as in metrics.json.
+    baseline = json.loads((run / "metrics.json").read_text())["test/baseline_acc"]
+    assert mlflow_run.data.metrics["test/baseline_acc"] == pytest.approx(baseline)
+    assert {"test/acc", "test/baseline_acc", "test/baseline_f1_macro"} <= tensorboard_scalars(run)
     artifacts = {a.path for a in client.list_artifacts(run_id)}
     assert {"config.yaml", "metrics.json", "config.resume.yaml"} <= artifacts
     assert not (tmp_path / "mlruns").exists()
     assert os.path.commonpath([mlflow_run.info.artifact_uri.removeprefix("file://"), str(tmp_path / "runs")]) == str(
         tmp_path / "runs"
     )
+
+
+def tensorboard_scalars(run: Path) -> set[str]:
+    """The scalar tags of every TensorBoard event file in ``run``, as TensorBoard's own reader sees them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    return {
+        tag
+        for events in run.glob("events.out.tfevents.*")
+        for tag in EventAccumulator(str(events)).Reload().Tags()["scalars"]
+    }
