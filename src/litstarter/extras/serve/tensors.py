@@ -17,7 +17,6 @@ input and what was expected. Numpy only.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import math
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from litstarter.extras.serve.request import RequestError
+from litstarter.extras.serve.request import RequestError, decode_base64
 
 #: The protocol's datatypes that this server reads or writes, and their numpy types.
 DTYPES = {"UINT8": np.dtype("<u1"), "FP32": np.dtype("<f4"), "INT64": np.dtype("<i8"), "FP64": np.dtype("<f8")}
@@ -194,7 +193,7 @@ def json_data(data, datatype: str, name: str) -> np.ndarray | list[bytes]:
         if not all(isinstance(e, str) for e in flat):
             raise _bad(f"input {name!r}: BYTES data must be strings (base64 of each image file)")
         try:
-            return [base64.b64decode(e, validate=True) for e in flat]
+            return [decode_base64(e) for e in flat]
         except (binascii.Error, ValueError):
             raise _bad(
                 f"input {name!r}: a BYTES element is not base64 (as JSON, each file is sent as base64)"
