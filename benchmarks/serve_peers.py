@@ -20,8 +20,10 @@ Bodies, the same 64 x 64 JPEG in each:
 
 The client is ``benchmarks/serve.py``'s closed loop on raw keep-alive connections, ``--concurrency`` requests in
 flight. Each round measures every body kind on both servers, the order alternating round by round (ours first,
-then the peer first), so that a busy neighbour slows both alike. Printed per kind: the median round's requests per
-second, p50 and p99 latency of each, and ours / the peer's (req/s; p99 the other way up: above 1 is ours better).
+then the peer first), so that a busy neighbour slows both alike; the server not being measured is frozen
+(SIGSTOP), since LitServe's idle inference loop polls its queue and takes CPU from the other. Printed per kind:
+the median round's requests per second, p50 and p99 latency of each, and ours / the peer's (req/s; p99 the other
+way up: above 1 is ours better).
 Target (issue "ahead of the serving peers"): ours >= 1.1x LitServe's req/s on each kind, with p99 no worse.
 """
 
@@ -121,11 +123,23 @@ def measure(host: str, port: int, request: bytes, concurrency: int, total: int) 
     }
 
 
+def let_run(servers: dict, active: str | None) -> None:
+    """Freeze every server but ``active`` (SIGSTOP; ``None``: thaw all): LitServe's idle inference loop polls its
+    queue (about half a core of 2 here), which would take from the server being measured."""
+    for name, (proc, _, _) in servers.items():
+        sig = signal.SIGCONT if active in (None, name) else signal.SIGSTOP
+        if name == "litserve":
+            os.killpg(proc.pid, sig)  # its session: the API server and the inference worker
+        else:
+            os.kill(proc.pid, sig)
+
+
 def run_rounds(servers: dict, args: argparse.Namespace) -> dict[tuple[str, str], list[dict]]:
     """Every body kind on every server, ``--rounds`` times, the servers' order alternating by round."""
     cells: dict[tuple[str, str], list[dict]] = {}
     requests = {name: bodies(host, port, name == "ours") for name, (_, host, port) in servers.items()}
     for name, (_, host, port) in servers.items():  # warm-up: sessions, allocators, connection setup
+        let_run(servers, name)
         for request in requests[name].values():
             measure(host, port, request, args.concurrency, min(args.requests, 200))
     for round_index in range(args.rounds):
@@ -134,6 +148,7 @@ def run_rounds(servers: dict, args: argparse.Namespace) -> dict[tuple[str, str],
             for name in order:
                 if kind in requests[name]:
                     _, host, port = servers[name]
+                    let_run(servers, name)
                     cell = measure(host, port, requests[name][kind], args.concurrency, args.requests)
                     cells.setdefault((kind, name), []).append(cell)
                     print(f"round {round_index + 1} {kind:<5} {name:<9} {cell['rps']:8.1f} req/s", flush=True)
@@ -181,6 +196,7 @@ def main() -> None:
         try:
             cells = run_rounds(servers, args)
         finally:
+            let_run(servers, None)
             servers["ours"][0].terminate()
             os.killpg(servers["litserve"][0].pid, signal.SIGTERM)  # its session: LitServe's workers with it
             for proc, _, _ in servers.values():
