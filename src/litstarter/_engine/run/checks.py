@@ -70,7 +70,7 @@ def num_classes_of(datamodule) -> int:
         return n
     source = getattr(datamodule, "root", None) or getattr(datamodule, "labels", None) or type(datamodule).__name__
     names = list(getattr(datamodule, "class_names", None) or [])
-    if getattr(datamodule, "task", None) == "multilabel":  # its labels come from a file's rows, not from folders
+    if getattr(datamodule, "target_kind", None) == "label_set":  # labels from a file's rows, not from folders
         raise UsageError(
             f"'{source}': data.labels names {n} label(s) {names}; a multi-label classifier needs at least 2 (rows"
             " naming them; a row with no label is an image with none)"
