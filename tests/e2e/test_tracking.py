@@ -60,7 +60,7 @@ def test_tensorboard_csv_and_mlflow_share_one_run_and_a_resume_continues_the_mlf
     assert [r.info.run_id for r in runs] == [run_id], "the resume must log into the same MLflow run"
     mlflow_run = client.get_run(run_id)
     params = mlflow_run.data.params
-    assert params["model.optimizer.init_args.lr"] == "0.0042"
+    assert params["model.init_args.optimizer.init_args.lr"] == "0.0042"  # the task is a class_path now
     # One set: the config's dotted keys, not also Lightning's (``lr``, ``optimizer/init_args/lr``, ``_instantiator``)
     config = yaml.safe_load((run / "config.yaml").read_text())
     assert {key.split(".")[0] for key in params} <= set(config), sorted(k for k in params if "." not in k)
