@@ -72,9 +72,9 @@ rename: ## Rename the package everywhere: make rename NAME=my_project (then make
 
 drop-extra: ## Delete an optional feature whole: make drop-extra NAME=deploy (its code, tests, docs, extra)
 	@test -n "$(NAME)" || (echo "usage: make drop-extra NAME=<extra>" >&2; exit 2)
-	$(PYTHON) scripts/drop_extra.py $(NAME)
+	$(PYTHON) scripts/drop_extra.py "$(NAME)"
 
-update-engine: ## Take upstream's engine and extras: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1]
+update-engine: ## Take upstream's engine and extras: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1: write it, then make test-fast, which creates .venv and installs .[dev]]
 	@test -n "$(UPSTREAM)" || (echo "usage: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1]" >&2; exit 2)
 	$(PYTHON) scripts/update_engine.py --upstream "$(UPSTREAM)" --ref "$(or $(REF),HEAD)" $(if $(APPLY),--apply)
 

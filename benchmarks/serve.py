@@ -121,7 +121,7 @@ async def closed_loop(host: str, port: int, request: bytes, concurrency: int, to
                 started = time.perf_counter()
                 writer.write(request)
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+                length = int(re.search(rb"(?im)^content-length: *(\d+)", head).group(1))  # not Inference-Header-...
                 body = await reader.readexactly(length)
                 latencies.append(time.perf_counter() - started)
                 if not head.startswith(b"HTTP/1.1 200"):

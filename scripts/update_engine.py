@@ -16,7 +16,8 @@ each update):
 
 A dry run by default: it prints the table and writes nothing. ``--apply`` (``APPLY=1``) writes the files, the
 dependency ranges upstream changed in ``pyproject.toml`` (where this clone still has upstream's old range) and the
-lock, then runs ``make test-fast``. A deleted extra stays deleted. The project zone, the configs and the docs are
+lock, then runs ``make test-fast`` (which creates ``.venv`` and installs ``.[dev]`` for its run, and says so
+when it starts). A deleted extra stays deleted. The project zone, the configs and the docs are
 never written: the files upstream changed there since the base are listed, to take by hand. ``git`` is the only tool
 it needs to read upstream; nothing but the standard library is imported.
 """
@@ -38,6 +39,9 @@ from rename import RUFF_PASSES, find_ruff, replacer
 ROOT = Path(__file__).resolve().parents[1]
 TITLES = {"updated": "updated", "new": "new", "removed": "removed", "kept": "kept (edited here)"}
 TITLES |= {"deleted": "kept deleted (deleted here)", "conflict": "conflict"}
+#: What --apply runs by default, and what that does beyond testing (the Makefile's test-fast target).
+DEFAULT_TESTS = "make test-fast"
+DEFAULT_TESTS_DO = "creates .venv if there is none and installs .[dev] into it when pyproject.toml changed"
 
 
 class Refused(Exception):
@@ -259,6 +263,8 @@ def update(args: argparse.Namespace) -> int:
             print(f"  upstream also changed, yours to take by hand: {', '.join(hand)}")
         if not args.apply:
             print("dry run: nothing written. To write it: make update-engine UPSTREAM=... REF=... APPLY=1 (or --apply)")
+            if args.test_command == DEFAULT_TESTS:
+                print(f"  --apply then runs {DEFAULT_TESTS}, {DEFAULT_TESTS_DO} ('--test_command \"\"' for none)")
             return 1 if conflicts else 0
         files = apply(root, fates, incoming, resolved, lock["files"])
         (root / "pyproject.toml").write_text(pyproject, encoding="utf-8")
@@ -267,7 +273,8 @@ def update(args: argparse.Namespace) -> int:
     if conflicts:
         print(f"{conflicts} left in conflict: merge each <file>.upstream by hand, then rerun with --resolved <file>")
     if args.test_command:
-        print(f"running {args.test_command}")
+        does = f", which {DEFAULT_TESTS_DO}" if args.test_command == DEFAULT_TESTS else ""
+        print(f"running {args.test_command}{does}")
         if subprocess.run(shlex.split(args.test_command), cwd=root).returncode != 0:
             print(
                 "update-engine: the tests failed after the update. Nothing is committed: git diff shows the update, "
@@ -286,7 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--apply", action="store_true", help="Write the update (default: a dry run that prints it).")
     parser.add_argument("--resolved", nargs="*", default=[], help="Conflicting files you merged by hand.")
     parser.add_argument("--base", default=None, help="Upstream's commit this clone came from, where there is no lock.")
-    parser.add_argument("--test_command", default="make test-fast", help="Run after --apply ('' for none).")
+    parser.add_argument(
+        "--test_command",
+        default=DEFAULT_TESTS,
+        help=f"Run after --apply ('' for none); {DEFAULT_TESTS} {DEFAULT_TESTS_DO}.",
+    )
     parser.add_argument("--root", type=Path, default=ROOT, help="The repository to update (default: this one).")
     try:
         return update(parser.parse_args(argv))

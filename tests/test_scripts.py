@@ -199,3 +199,16 @@ def test_rename_before_install_still_refuses_and_a_free_name_renames_everything_
     code = f"import importlib.util as u, {new}; print({new}.__file__, u.find_spec('{new}.cli').origin)"
     imported = subprocess.run([sys.executable, "-c", code], cwd=copy, env=env, capture_output=True, text=True)
     assert imported.returncode == 0 and imported.stdout.count(str(copy / "src" / new)) == 2, imported.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_quotes_the_extra_name_and_says_what_update_engine_apply_installs() -> None:
+    dry = subprocess.run(["make", "-n", "drop-extra", "NAME=a b; echo x"], cwd=REPO, capture_output=True, text=True)
+    assert dry.returncode == 0 and 'scripts/drop_extra.py "a b; echo x"' in dry.stdout, dry.stdout + dry.stderr
+    listed = subprocess.run(["make", "help"], cwd=REPO, capture_output=True, text=True).stdout
+    (update,) = [line for line in listed.splitlines() if "make update-engine" in line]
+    assert "creates .venv" in update and ".[dev]" in update, update
+    helped = subprocess.run(
+        [sys.executable, "scripts/update_engine.py", "--help"], cwd=REPO, capture_output=True, text=True
+    )
+    assert "creates .venv" in " ".join(helped.stdout.split()), helped.stdout

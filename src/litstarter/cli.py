@@ -108,13 +108,13 @@ class LitStarterCLI(RunCLI):
         super().after_fit()
 
     def compare_with_baseline(self) -> None:
-        """A linear model's scores beside the network's in ``metrics.json`` (see ``litstarter._engine.baseline``)."""
+        """A linear model's scores beside the network's in ``metrics.json`` and the loggers (``_engine.baseline``)."""
         writer = next((c for c in self.trainer.callbacks if isinstance(c, WriteTestMetrics)), None)
         run_dir = self.trainer.log_dir  # a collective under DDP (rank 0 broadcasts it): every rank must ask
         if writer is not None and run_dir and self.trainer.is_global_zero:
             metrics = Path(run_dir) / writer.filename
             seed, epochs = getattr(self.datamodule, "seed", 0), self.trainer.current_epoch
-            add_baseline_to_metrics(self.datamodule, metrics, seed=seed, epochs=epochs)
+            add_baseline_to_metrics(self.datamodule, metrics, seed=seed, epochs=epochs, trainer=self.trainer)
 
     def test_best_checkpoint(self) -> None:
         """``trainer.test`` on the best checkpoint (the last weights if none was saved)."""

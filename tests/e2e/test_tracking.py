@@ -60,16 +60,31 @@ def test_tensorboard_csv_and_mlflow_share_one_run_and_a_resume_continues_the_mlf
     assert [r.info.run_id for r in runs] == [run_id], "the resume must log into the same MLflow run"
     mlflow_run = client.get_run(run_id)
     params = mlflow_run.data.params
-    assert params["model.optimizer.init_args.lr"] == "0.0042"
+    assert params["model.init_args.optimizer.init_args.lr"] == "0.0042"  # the task is a class_path now
     # One set: the config's dotted keys, not also Lightning's (``lr``, ``optimizer/init_args/lr``, ``_instantiator``)
     config = yaml.safe_load((run / "config.yaml").read_text())
     assert {key.split(".")[0] for key in params} <= set(config), sorted(k for k in params if "." not in k)
     assert [m.step for m in client.get_metric_history(run_id, "val/acc")][-1] > 0
     assert len(client.get_metric_history(run_id, "val/acc")) == 3  # two epochs, then the resumed third
     assert "test/acc" in mlflow_run.data.metrics
+    # The linear baseline beside the network's test scores, in each reader as in metrics.json.
+    baseline = json.loads((run / "metrics.json").read_text())["test/baseline_acc"]
+    assert mlflow_run.data.metrics["test/baseline_acc"] == pytest.approx(baseline)
+    assert {"test/acc", "test/baseline_acc", "test/baseline_f1_macro"} <= tensorboard_scalars(run)
     artifacts = {a.path for a in client.list_artifacts(run_id)}
     assert {"config.yaml", "metrics.json", "config.resume.yaml"} <= artifacts
     assert not (tmp_path / "mlruns").exists()
     assert os.path.commonpath([mlflow_run.info.artifact_uri.removeprefix("file://"), str(tmp_path / "runs")]) == str(
         tmp_path / "runs"
     )
+
+
+def tensorboard_scalars(run: Path) -> set[str]:
+    """The scalar tags of every TensorBoard event file in ``run``, as TensorBoard's own reader sees them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    return {
+        tag
+        for events in run.glob("events.out.tfevents.*")
+        for tag in EventAccumulator(str(events)).Reload().Tags()["scalars"]
+    }

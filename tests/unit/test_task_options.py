@@ -136,3 +136,11 @@ def test_batch_plan_is_printed_and_lr_scales_with_the_global_batch(tmp_path: Pat
     assert scheduler.base_lrs[0] == pytest.approx(0.003 * 4)
     assert "world size 1" in caplog.text and "effective global batch 256" in caplog.text
     assert "lr x 4" in caplog.text
+
+
+@pytest.mark.parametrize("dropout", [2.0, -0.5, 1.0])
+def test_a_dropout_outside_its_range_is_one_line_naming_the_key(dropout: float) -> None:
+    from litstarter._engine.errors import UsageError
+
+    with pytest.raises(UsageError, match=rf"^model\.dropout must be in \[0, 1\), got {dropout}$"):
+        tiny_model(dropout=dropout)

@@ -123,12 +123,24 @@ def verdict(
     )
 
 
+def log_to_loggers(loggers, scores: dict[str, float], step: int) -> None:
+    """``scores`` to each of a run's Lightning loggers (TensorBoard, MLflow, CSV), as test metrics at ``step``.
+
+    They come after the test, which finalised the loggers; each is finalised again, so that TensorBoard writes its
+    events and MLflow's run ends as it did.
+    """
+    for logger in loggers:
+        logger.log_metrics(scores, step=step)
+        logger.finalize("success")
+
+
 def add_baseline_to_metrics(
-    datamodule, metrics_path: Path, seed: int = 0, epochs: int | None = None
+    datamodule, metrics_path: Path, seed: int = 0, epochs: int | None = None, trainer=None
 ) -> Baseline | None:
     """Fit the baseline on an array data module's train split, score it on the split ``test`` used, and add
-    ``test/baseline_acc`` and ``test/baseline_f1_macro`` to ``metrics_path`` beside the network's; log the scores,
-    and the :func:`verdict` when the network is not clearly better.
+    ``test/baseline_acc`` and ``test/baseline_f1_macro`` to ``metrics_path`` beside the network's, and to the
+    ``trainer``'s loggers (at its last step); log the scores, and the :func:`verdict` when the network is not
+    clearly better.
 
     Nothing happens (None) for a data module without array splits (``train_set.images``) or without metrics.
     """
@@ -142,8 +154,11 @@ def add_baseline_to_metrics(
     if baseline is None:
         return None
     metrics = json.loads(metrics_path.read_text())
-    metrics.update({"test/baseline_acc": baseline.acc, "test/baseline_f1_macro": baseline.f1_macro})
+    scores = {"test/baseline_acc": baseline.acc, "test/baseline_f1_macro": baseline.f1_macro}
+    metrics.update(scores)
     write_json(metrics_path, metrics)
+    if trainer is not None:
+        log_to_loggers(trainer.loggers, scores, trainer.global_step)
     log.info(
         f"baseline: logistic regression on raw pixels ({baseline.train_images} training images, {baseline.seconds:.1f}"
         f" s): test accuracy {baseline.acc:.3f}, macro-F1 {baseline.f1_macro:.3f}; written to {metrics_path.name}"

@@ -40,3 +40,29 @@ def test_cardinality_empty_sets_pairs_and_balance_equal_a_hand_count(tmp_path: P
     table = capsys.readouterr().out
     assert "labels per image: min 0, mean 1.154, max 3" in table
     assert "images with no label: 3 (train 2, val 0, test 1)" in table
+
+
+def test_a_labels_file_with_no_label_at_all_is_warned_about_in_its_own_terms(tmp_path: Path, capsys) -> None:
+    from litstarter.extras.inspect.command import main
+
+    root = tmp_path / "pool"
+    for i in range(20):
+        write_image(root / f"{i:02d}.png", seed=i)
+    (root / "labels.csv").write_text("path,labels\n" + "".join(f"{i:02d}.png,\n" for i in range(20)))
+    args = ["--config", str(DEFAULT_CONFIG), "--config", str(FOLDER_CONFIG), f"--data.init_args.root={root}",
+            "--data.init_args.labels=labels.csv", f"--data.init_args.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "has 0 label(s)" in err and "rows of data.labels" in err and "folder" not in err, err
+
+
+def test_the_table_names_the_first_files_of_a_check_and_json_all_of_them() -> None:
+    from litstarter.extras.inspect.command import NAMED_FILES, render_quality
+
+    files = [f"train/dark_{i:04d}.png" for i in range(3000)]
+    quality = {"dark": {"what": "very dark", "files": files}, "blurry": {"what": "blurry", "files": files[:2]}}
+    lines = render_quality(quality)
+    assert lines[0] == "very dark: 3000"
+    assert lines[1 : 1 + NAMED_FILES] == [f"  {f}" for f in files[:NAMED_FILES]]
+    assert lines[1 + NAMED_FILES] == f"  ... and {3000 - NAMED_FILES} more (--json lists them all)"
+    assert lines[2 + NAMED_FILES :] == ["blurry: 2", f"  {files[0]}", f"  {files[1]}"]

@@ -70,6 +70,7 @@ def test_bad_sweep_options_are_refused_in_one_line(capsys) -> None:
         (["--min_lr=1", "--max_lr=0.1"], "--min_lr"),
         (["--ckpt_path=last.ckpt"], "--ckpt_path"),
         (["--num_trainig=5"], "--num_trainig"),  # a typo: not taken for a fit option
+        (["--num_steps=5"], "--num_training: litstarter lr-find --help"),  # lr-find's own options are named
     ):
         assert entry([*SWEEP, *argv]) == 2
         err = capsys.readouterr().err

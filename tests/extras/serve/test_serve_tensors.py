@@ -47,6 +47,15 @@ def test_binary_bytes_elements_and_json_nesting():
             b'{"inputs": [{"name": "x", "datatype": "UINT8", "shape": [1], "data": [1]}], "outputs": [{"name": 3}]}',
             '"name" string',
         ),
+        (
+            b'{"inputs": [{"name": "x", "datatype": "UINT8", "shape": [1], "parameters": {"binary_data_size": -5}}]}',
+            "binary_data_size must be a number of bytes >= 0, got -5",
+        ),
+        (
+            b'{"inputs": [{"name": "x", "datatype": "UINT8", "shape": [1], "data": [1]}], '
+            b'"outputs": [{"name": "logits"}, {"name": "probabilities"}, {"name": "logits"}]}',
+            "\"outputs\" names 'logits' more than once",
+        ),
     ],
 )
 def test_malformed_requests_are_400_naming_the_field(body, words):

@@ -215,6 +215,12 @@ def read_labels_file(
     name labels train has."""
     csv_path = Path(csv_path)
     columns, raw_rows, written = _open_rows(csv_path)
+    repeated = sorted({w for c, w in zip(columns, written, strict=True) if columns.count(c) > 1})
+    if repeated:  # csv.DictReader keeps the last of a repeated column: a label's other column would be lost
+        raise BadInputError(
+            f"data.labels '{csv_path}' has the column(s) {repeated} more than once in its header (line 1);"
+            " name each column once"
+        )
     form = csv_form(columns)
     if "path" not in columns or (form == "label" and "label" not in columns):
         raise BadInputError(

@@ -70,6 +70,11 @@ def num_classes_of(datamodule) -> int:
         return n
     source = getattr(datamodule, "root", None) or getattr(datamodule, "labels", None) or type(datamodule).__name__
     names = list(getattr(datamodule, "class_names", None) or [])
+    if getattr(datamodule, "target_kind", None) == "label_set":  # labels from a file's rows, not from folders
+        raise UsageError(
+            f"'{source}': data.labels names {n} label(s) {names}; a multi-label classifier needs at least 2 (rows"
+            " naming them; a row with no label is an image with none)"
+        )
     raise UsageError(
         f"'{source}' has {n} class{'' if n == 1 else 'es'} {names}: a classifier needs at least 2 (one folder per"
         " class, each holding that class's images)"
@@ -137,4 +142,28 @@ def check_checkpoint_fits(ckpt_path: str | os.PathLike | None, model: nn.Module)
             f"--ckpt_path '{path}'{trained} does not fit this model: {', '.join(shown[:6])}"
             f"{f', ... ({len(shown)} in all)' if len(shown) > 6 else ''}. Set model.backbone (and backbone_kwargs)"
             " as in the run that saved it"
+        )
+
+
+def check_validation_runs(trainer) -> None:
+    """Refuse a fit that validates nothing (``trainer.limit_val_batches 0``) while a callback monitors a
+    validation metric: Lightning would train the first epoch, then fail on the metric not being there.
+
+    Raises:
+        UsageError: Naming the option and the callbacks that monitor, and what to change.
+    """
+    limit = trainer.limit_val_batches
+    if limit != 0 or isinstance(limit, bool):
+        return
+    monitors = sorted(
+        {
+            f"{type(c).__name__} ({c.monitor})"
+            for c in trainer.callbacks
+            if isinstance(getattr(c, "monitor", None), str) and c.monitor.startswith("val")
+        }
+    )
+    if monitors:
+        raise UsageError(
+            f"trainer.limit_val_batches 0 runs no validation, but {', '.join(monitors)} monitor(s) a validation"
+            " metric: give limit_val_batches > 0 (e.g. 0.1), or drop those callbacks"
         )

@@ -31,7 +31,7 @@ from ..errors import UsageError
 from ..trust import check_stored_classes, named_classes
 from .callbacks import CheckCheckpointsWritten, SayWhatAMidEpochResumeReplays, ShareRunVersion, WarnOnTinyValidation
 from .checkpoint_settings import say_what_the_checkpoint_overrules
-from .checks import check_accelerator_present, check_checkpoint_file, check_checkpoint_fits
+from .checks import check_accelerator_present, check_checkpoint_file, check_checkpoint_fits, check_validation_runs
 from .claim import claim_run_directory, end_claim, global_rank_from_env, hold_run
 from .config_file import check_config_writes, keep_counts_as_ints, register_config_types
 from .fallbacks import apply_fallbacks
@@ -213,8 +213,10 @@ class RunCLI(LightningCLI):
     before_validate = before_test = before_predict = before_evaluating
 
     def before_fit(self) -> None:
-        """Check ``--ckpt_path``; record the MLflow run id in the run folder, so that a resume continues it."""
+        """Check ``--ckpt_path`` and that validation runs if it is monitored; record the MLflow run id in the run
+        folder, so that a resume continues it."""
         self.check_resume_checkpoint()
+        check_validation_runs(self.trainer)
         record_mlflow_runs(self.trainer)
 
     def after_fit(self) -> None:

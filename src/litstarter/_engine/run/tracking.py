@@ -100,9 +100,21 @@ def server_timeout() -> float:
         return SERVER_TIMEOUT_S
 
 
+def speaks_mlflow(response) -> bool:
+    """Whether an answer to MLflow's experiments search is MLflow's: a JSON object (its result, or its
+    ``{"error_code": ...}``), or a 401 / 403 (its authentication, MLflow's to explain)."""
+    if response.status_code in (401, 403):
+        return True
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and (response.ok or "error_code" in body)
+
+
 def check_tracking_server(uri: str) -> None:
-    """An ``http(s)://`` tracking URI must answer within :func:`server_timeout` seconds; any HTTP answer will do
-    (a 401 or 404 is MLflow's to explain). Other stores (``sqlite:///``, a folder) are local: nothing to wait for.
+    """An ``http(s)://`` tracking URI must answer within :func:`server_timeout` seconds, and answer as MLflow does
+    (:func:`speaks_mlflow`). Other stores (``sqlite:///``, a folder) are local: nothing to wait for.
 
     Raises:
         UsageError: One line naming the URI and what happened.
@@ -111,9 +123,9 @@ def check_tracking_server(uri: str) -> None:
         return
     import requests  # mlflow's own HTTP client, so proxies and certificates are read the same way
 
-    timeout = server_timeout()
+    timeout, api = server_timeout(), "/api/2.0/mlflow/experiments/search"
     try:
-        requests.get(f"{uri.rstrip('/')}/api/2.0/mlflow/experiments/search", params={"max_results": 1}, timeout=timeout)
+        response = requests.get(f"{uri.rstrip('/')}{api}", params={"max_results": 1}, timeout=timeout)
     except requests.Timeout:
         reason = f"no answer within {timeout:g} s"
     except requests.ConnectionError:  # refused, or no such host
@@ -121,7 +133,13 @@ def check_tracking_server(uri: str) -> None:
     except requests.RequestException as err:
         reason = type(err).__name__
     else:
-        return
+        if speaks_mlflow(response):
+            return
+        raise UsageError(
+            f"{shown_uri(uri)} answers HTTP but is not an MLflow tracking server ({api} gave {response.status_code}"
+            f" {response.headers.get('content-type') or 'without a Content-Type'}); set MLFLOW_TRACKING_URI (or"
+            " trainer.logger's tracking_uri) to the MLflow server's address"
+        )
     raise UsageError(
         f"the MLflow tracking server {shown_uri(uri)} does not answer ({reason}); start it, or set "
         "MLFLOW_TRACKING_URI (or trainer.logger's tracking_uri) to one that runs"

@@ -37,6 +37,8 @@ from litstarter.extras.inspect.quality import quality_report
 
 #: Above this train imbalance (largest class / smallest) a sampler or loss weights are suggested.
 IMBALANCE_LIMIT = 3.0
+#: The table names this many files per quality check (a folder of 3,000 dark scans would list them all).
+NAMED_FILES = 5
 
 
 def _spread(values: list[int]) -> dict:
@@ -83,9 +85,9 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
         "classes": names,
         "images": {split: {names[i]: counts[split][i] for i in range(len(names))} for split in cache.splits},
         "split_sizes": {split: len(cache.column(split, "path")) for split in cache.splits},
-        "imbalance_ratio": round(max(train) / min(train), 2) if min(train) > 0 else None,
-        "largest_class": largest[0],
-        "smallest_class": smallest[0],
+        "imbalance_ratio": round(max(train) / min(train), 2) if train and min(train) > 0 else None,
+        "largest_class": largest[0] if largest else None,
+        "smallest_class": smallest[0] if smallest else None,
         "largest_classes": largest,
         "smallest_classes": smallest,
         "warnings": _warnings(folder),
@@ -106,18 +108,25 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
 def _warnings(folder: CachedImageFolder) -> list[str]:
     """What ``fit`` would refuse or regret about the folder, though a report can still be made of it."""
     names = folder.class_names
-    if len(names) < 2:
+    if len(names) >= 2:
+        return []
+    if folder.multilabel:
         return [
-            f"'{folder.root}' has {len(names)} class {names}: fit refuses it, a classifier needs at least 2 (one folder"
-            " per class, each holding that class's images)"
+            f"'{folder.root}' has {len(names)} label(s) {names}: fit refuses it, a multi-label classifier needs at"
+            " least 2 (rows of data.labels naming them; rows with no label are images with none)"
         ]
-    return []
+    return [
+        f"'{folder.root}' has {len(names)} class {names}: fit refuses it, a classifier needs at least 2 (one folder"
+        " per class, each holding that class's images)"
+    ]
 
 
 def imbalance(report: dict) -> str:
     """The train split's imbalance in words: ``6.0:1 (cat / dog)``, ties named together (``2.5:1 (a, b / c)``),
     ``none (every class has 5)``."""
     ratio, images = report["imbalance_ratio"], report["images"]["train"]
+    if not report["classes"]:
+        return "no classes"
     if not ratio:
         return "a class has no train images"
     if len(report["classes"]) < 2:
@@ -163,7 +172,7 @@ def validation_baseline(cache, num_classes: int) -> dict | None:
 def render(report: dict) -> str:
     """The report as a table for the terminal."""
     splits = list(report["split_sizes"])
-    width = max(len("total"), *(len(c) for c in report["classes"]))
+    width = max([len("total"), *(len(c) for c in report["classes"])])
     lines = [
         f"layout  {report['layout']}",
         "splits  " + ", ".join(f"{split}: {origin}" for split, origin in report["origins"].items()),
@@ -210,12 +219,16 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
-def render_quality(quality: dict) -> list[str]:
-    """The quality checks' lines: one per check with its count, then its files."""
+def render_quality(quality: dict, named: int = NAMED_FILES) -> list[str]:
+    """The quality checks' lines: one per check with its count, then its first ``named`` files (``--json`` lists
+    them all)."""
     lines = []
     for check in quality.values():
-        lines.append(f"{check['what']}: {len(check['files'])}")
-        lines += [f"  {shown(path)}" for path in check["files"]]
+        files = check["files"]
+        lines.append(f"{check['what']}: {len(files)}")
+        lines += [f"  {shown(path)}" for path in files[:named]]
+        if len(files) > named:
+            lines.append(f"  ... and {len(files) - named} more (--json lists them all)")
     return lines
 
 

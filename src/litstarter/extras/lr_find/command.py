@@ -32,6 +32,13 @@ CAVEAT = (
     " supports one optimiser; the suggestion is for the base (head) group"
 )
 
+#: The fit parser's pointer for an unknown option, and what lr-find says instead.
+FIT_HELP = "(litstarter fit --help lists them)"
+OWN_HELP = (
+    "(lr-find's own are --out, --min_lr, --max_lr and --num_training: litstarter lr-find --help; the fit's:"
+    " litstarter fit --help)"
+)
+
 
 def parse_args(argv: list[str]):
     """lr-find's own options, and the rest for the fit config (``--config``, ``--key=value``)."""
@@ -64,16 +71,20 @@ def sweep(fit_args: list[str], root_dir: str, min_lr: float, max_lr: float, num_
     from litstarter.cli import LitStarterCLI
     from litstarter.tasks.base import ImageTask
 
-    cli = LitStarterCLI(
-        ImageTask,
-        L.LightningDataModule,
-        subclass_mode_model=True,
-        subclass_mode_data=True,
-        run=False,
-        save_config_callback=None,
-        auto_configure_optimizers=False,
-        args=[*fit_args, f"--trainer.default_root_dir={root_dir}", "--trainer.logger=false"],
-    )
+    try:
+        cli = LitStarterCLI(
+            ImageTask,
+            L.LightningDataModule,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            run=False,
+            save_config_callback=None,
+            auto_configure_optimizers=False,
+            args=[*fit_args, f"--trainer.default_root_dir={root_dir}", "--trainer.logger=false"],
+        )
+    except UsageError as err:  # the fit's parser names only the fit's help, where lr-find's own options are not
+        err.args = (str(err).replace(FIT_HELP, OWN_HELP),)
+        raise
     if cli.model.hparams.get("backbone_lr_scale", 1.0) != 1.0:
         print(f"litstarter lr-find: note: model.backbone_lr_scale is {cli.model.hparams.backbone_lr_scale}; {CAVEAT}")
     finder = Tuner(cli.trainer).lr_find(

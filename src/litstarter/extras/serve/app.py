@@ -33,7 +33,7 @@ from litstarter.extras.deploy.backends import Backend
 from litstarter.extras.serve.options import ServeOptions
 from litstarter.extras.serve.request import Body, RequestError, check_content_type, decode_request_image, image_bytes
 from litstarter.extras.serve.service import Service
-from litstarter.extras.serve.v2 import ProtocolRoutes
+from litstarter.extras.serve.v2 import ProtocolRoutes, unserved_route
 from litstarter.tasks.answers import figure_label
 
 REPORT_NAME = "export_report.json"  # written by litstarter export beside the artifacts
@@ -194,6 +194,7 @@ def create_app(
             Route(f"{base}/ready", count(f"{base}/ready", v2.model_ready), methods=["GET"]),
             Route(f"{base}/infer", count(f"{base}/infer", v2.infer), methods=["POST"]),
         ]
-    app = Starlette(routes=table, lifespan=lifespan)
+    unserved = {404: unserved_route, 405: unserved_route}  # {"error": ...}, as every other refusal
+    app = Starlette(routes=table, lifespan=lifespan, exception_handlers=unserved)
     app.state.service = service
     return app

@@ -80,6 +80,7 @@ class ConnectionGuard:
         self.answering = answering
         self.timer: asyncio.TimerHandle | None = None
         self.header_bytes = 0
+        self.header_tail = b""  # the last bytes of headers not yet complete: their end may straddle two reads
         self.draining = False
         self.refused = len(admitted) >= limits.max_connections
         if self.refused:
@@ -107,13 +108,26 @@ class ConnectionGuard:
         self.cancel()
         self.admitted.discard(self)
 
-    def header_data(self, size: int) -> None:
-        """``size`` bytes of a request's headers arrived, and the headers are not complete yet."""
+    def headers_fit(self, data: bytes) -> bool:
+        """Whether the request headers in ``data`` (a read outside a body) keep within :data:`MAX_HEADER_BYTES`;
+        if not, the client is answered 431 before the parser sees them.
+
+        Headers that end within one read reach the parser whole, so they are measured here, up to their blank line
+        (the first request's, when a read holds several).
+        """
+        end = (self.header_tail + data).find(b"\r\n\r\n")
+        size = len(data) if end < 0 else end + 4 - len(self.header_tail)
+        if self.header_bytes + size <= MAX_HEADER_BYTES:
+            return True
+        self._cut(431, f"the request headers are over {MAX_HEADER_BYTES} bytes")
+        return False
+
+    def header_data(self, data: bytes) -> None:
+        """``data``, bytes of a request's headers, arrived, and the headers are not complete yet."""
         if self.header_bytes == 0 and not self.draining:
             self._arm(self.limits.header_timeout, self._headers_late)
-        self.header_bytes += size
-        if self.header_bytes > MAX_HEADER_BYTES:
-            self._cut(431, f"the request headers are over {MAX_HEADER_BYTES} bytes")
+        self.header_bytes += len(data)
+        self.header_tail = data[-3:]  # headers_fit has checked the size
 
     def body_after_answer(self) -> None:
         """Body bytes of a request that was answered without reading it: the rest gets ``--header_timeout``."""
@@ -124,6 +138,7 @@ class ConnectionGuard:
         """A request's headers are complete: from here on the app and its ``--request_timeout`` answer it."""
         self.cancel()
         self.header_bytes = 0
+        self.header_tail = b""
 
     def drain(self) -> None:
         """SIGTERM with no request being answered here: wait :data:`DRAIN_GRACE` s for one to arrive."""
@@ -204,6 +219,8 @@ def guarded_protocol(limits: Limits, parser: str = "auto") -> type[asyncio.Proto
             if self.guard.refused:
                 return  # read and dropped, so that closing does not reset the connection under the 503
             waiting, before = not in_body(self), self.cycle
+            if waiting and not self.guard.headers_fit(data):
+                return
             super().data_received(data)
             if self.cycle is not before:
                 self.guard.headers_done()
@@ -212,7 +229,7 @@ def guarded_protocol(limits: Limits, parser: str = "auto") -> type[asyncio.Proto
             elif self.transport.is_closing():
                 pass
             elif not in_body(self) and waiting:
-                self.guard.header_data(len(data))
+                self.guard.header_data(data)
             elif in_body(self) and not self.answering():  # uvicorn's keep-alive timer stops at each byte
                 self.guard.body_after_answer()
 

@@ -17,7 +17,6 @@ answer rather than a reset connection.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import io
 import json
@@ -101,12 +100,31 @@ def image_bytes(kind: str, body: bytes) -> bytes:
     if text.startswith("data:") and "," in text:
         text = text.split(",", 1)[1]
     try:
-        data = base64.b64decode(text.translate(NO_WHITESPACE), validate=True)
+        data = decode_base64(text, whitespace=True)
     except (binascii.Error, ValueError) as err:
         raise RequestError(400, f'"image" is not valid base64 ({err})') from None
     if not data:
         raise RequestError(400, f'"image" is empty: {EXPECTED_BODY}')
     return data
+
+
+def decode_base64(text: str, whitespace: bool = False) -> bytes:
+    """Strict base64 (the alphabet only, padding only at the end and correct), checked in C; ``whitespace``: ASCII
+    whitespace is dropped first, only where the text has any.
+
+    ``base64.b64decode(validate=True)`` checks the alphabet with a regular expression: 25 of the 60 us a 2 KB JSON
+    body took. ``binascii``'s ``strict_mode`` refuses all it refuses, and misplaced padding too.
+
+    Raises:
+        binascii.Error: Not valid base64.
+        ValueError: Not ASCII.
+    """
+    try:
+        return binascii.a2b_base64(text, strict_mode=True)
+    except (binascii.Error, ValueError):
+        if not whitespace:
+            raise
+    return binascii.a2b_base64(text.translate(NO_WHITESPACE), strict_mode=True)
 
 
 #: Images up to this many pixels are decoded on the event loop (a 64 px JPEG takes about 0.1 ms): handing each to a

@@ -17,7 +17,6 @@ input and what was expected. Numpy only.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import math
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from litstarter.extras.serve.request import RequestError
+from litstarter.extras.serve.request import RequestError, decode_base64
 
 #: The protocol's datatypes that this server reads or writes, and their numpy types.
 DTYPES = {"UINT8": np.dtype("<u1"), "FP32": np.dtype("<f4"), "INT64": np.dtype("<i8"), "FP64": np.dtype("<f8")}
@@ -129,6 +128,10 @@ def parse_request(body: bytes, header_length: str | None = None) -> InferRequest
         if not isinstance(request["outputs"], list):
             raise _bad('"outputs" must be a list of {"name", "parameters"}')
         outputs = [read_output(_object(o, f"outputs[{i}]"), binary_output) for i, o in enumerate(request["outputs"])]
+        names = [o.name for o in outputs]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise _bad(f'"outputs" names {", ".join(map(repr, repeated))} more than once: ask for each output once')
     request_id = request.get("id")
     return InferRequest(None if request_id is None else str(request_id), inputs, outputs, binary_output, parameters)
 
@@ -145,8 +148,10 @@ def read_input(raw: dict, binary: memoryview, index: int) -> tuple[InputTensor, 
     count = math.prod(shape)
     size = _object(raw.get("parameters"), f"input {name!r} parameters").get("binary_data_size")
     if size is not None:
-        if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= len(binary):
-            raise _bad(f"input {name!r}: binary_data_size {size!r} exceeds the {len(binary)} binary byte(s) left")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise _bad(f"input {name!r}: binary_data_size must be a number of bytes >= 0, got {size!r}")
+        if size > len(binary):
+            raise _bad(f"input {name!r}: binary_data_size {size} exceeds the {len(binary)} binary byte(s) left")
         chunk = binary[:size]
         if datatype == "BYTES":
             data = split_bytes(chunk, name)
@@ -188,7 +193,7 @@ def json_data(data, datatype: str, name: str) -> np.ndarray | list[bytes]:
         if not all(isinstance(e, str) for e in flat):
             raise _bad(f"input {name!r}: BYTES data must be strings (base64 of each image file)")
         try:
-            return [base64.b64decode(e, validate=True) for e in flat]
+            return [decode_base64(e) for e in flat]
         except (binascii.Error, ValueError):
             raise _bad(
                 f"input {name!r}: a BYTES element is not base64 (as JSON, each file is sent as base64)"

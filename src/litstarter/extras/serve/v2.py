@@ -21,6 +21,8 @@ task's, as ``/predict`` gives them: a softmax, or a multi-label model's sigmoid 
 classification extension (``"parameters": {"classification": k}`` on a requested output) that output becomes ``BYTES
 [B, k]`` of ``"<value>:<index>:<label>"``, best first. Errors are ``{"error": "..."}``: 400 for a malformed request or
 tensor, 404 for another model's name or version, 413 / 415 / 504 as for ``/predict``, 503 while loading.
+A route the server lacks is 404 ``{"error": ...}`` too (Triton's model configuration, statistics and repository
+extensions among them), and a wrong method 405 (:func:`unserved_route`), so that a protocol client reads why.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import asyncio
 
 import numpy as np
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -228,3 +231,25 @@ def classify(values: np.ndarray, class_names, k: int) -> list[list[bytes]]:
         order = np.argsort(-row, kind="stable")[:k]
         rows.append([f"{float(row[i]):.9g}:{int(i)}:{class_names[i]}".encode() for i in order])
     return rows
+
+
+#: What a request to a route this server lacks is told it has.
+ROUTES = {
+    "/v2": "the Open Inference Protocol's GET /v2, /v2/health/live, /v2/health/ready, /v2/models/{name} and "
+    "/v2/models/{name}/ready, and POST /v2/models/{name}/infer (no model configuration, statistics or repository)",
+    "": "POST /predict; GET /health, /info, /stats, /metrics; and the Open Inference Protocol under /v2",
+}
+
+
+async def unserved_route(request: Request, exc: HTTPException) -> Response:
+    """The app's answer to a route it lacks (404) or a method a route does not take (405): ``{"error": ...}``, as
+    every other refusal, where Starlette would answer plain text (which ``tritonclient`` cannot parse)."""
+    what = f"{request.method} {request.url.path}"
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        return JSONResponse({"error": f"{what}: this route takes {allowed}"}, 405, headers=exc.headers)
+    if exc.status_code != 404:
+        return JSONResponse({"error": f"{what}: {exc.detail}"}, exc.status_code, headers=exc.headers)
+    path = request.url.path
+    served = ROUTES["/v2" if path == "/v2" or path.startswith("/v2/") else ""]
+    return JSONResponse({"error": f"{what} is not a route of this server; it serves {served}"}, 404)

@@ -73,8 +73,9 @@ def test_a_quoted_separator_still_separates_and_repeats_collapse(tmp_path: Path)
         ("path,labels\na.png,cat\n,dog\n", ["line 3", "'path' is empty"]),
         ("path,labels\na.png,cat;;dog\n", ["line 2", "empty name"]),
         ("path,cat,dog\na.png,1,yes\n", ["line 2", "column 'dog'", "0 or 1"]),
+        ("path,cat,Cat,owl\na.png,1,0,1\n", ["['Cat', 'cat']", "more than once", "line 1"]),
     ],
-    ids=["label-not-in-train", "empty-path", "empty-name", "not-0-or-1"],
+    ids=["label-not-in-train", "empty-path", "empty-name", "not-0-or-1", "repeated-column"],
 )
 def test_a_bad_row_is_one_sentence_naming_it(tmp_path: Path, text: str, named: list[str]) -> None:
     (tmp_path / "labels.csv").write_text(text)

@@ -1,0 +1,46 @@
+"""The data's own facts checked before a model is built: too few classes is one line in the data's terms."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from litstarter._engine.errors import UsageError
+from litstarter._engine.run.checks import num_classes_of
+
+
+def data(target_kind: str, names: list[str]) -> SimpleNamespace:
+    facts = {"channels": 3, "image_size": (32, 32), "class_names": names}
+    return SimpleNamespace(num_classes=len(names), root="pool", target_kind=target_kind, **facts)
+
+
+def test_too_few_classes_are_named_as_folders_or_as_labels_file_rows() -> None:
+    assert num_classes_of(data("class", ["cat", "dog"])) == 2
+    with pytest.raises(UsageError, match=r"'pool' has 1 class \['cat'\]: .*one folder per class"):
+        num_classes_of(data("class", ["cat"]))
+    with pytest.raises(UsageError) as caught:
+        num_classes_of(data("label_set", []))
+    message = str(caught.value)
+    assert "data.labels names 0 label(s) []" in message and "folder" not in message, message
+
+
+def test_a_fit_validating_nothing_is_refused_while_a_callback_monitors_validation() -> None:
+    from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
+
+    from litstarter._engine.run.checks import check_validation_runs
+
+    monitoring = [EarlyStopping("val/select", mode="max"), ModelCheckpoint(monitor="val/select"), LearningRateMonitor()]
+    with pytest.raises(UsageError) as caught:
+        check_validation_runs(SimpleNamespace(limit_val_batches=0, callbacks=monitoring))
+    message = str(caught.value)
+    assert (
+        message.startswith("trainer.limit_val_batches 0 runs no validation") and "EarlyStopping (val/select)" in message
+    )
+    for runs in (
+        SimpleNamespace(limit_val_batches=0.0, callbacks=monitoring[2:]),
+        SimpleNamespace(limit_val_batches=1.0, callbacks=monitoring),
+    ):
+        check_validation_runs(runs)  # nothing monitors validation, or validation runs
+    with pytest.raises(UsageError):
+        check_validation_runs(SimpleNamespace(limit_val_batches=0.0, callbacks=monitoring[:1]))
