@@ -74,12 +74,18 @@ def two_runs(tmp_path_factory) -> Path:
 def test_two_fits_with_one_logger_name_started_together_get_two_intact_run_folders(two_runs: Path) -> None:
     runs = sorted(p.name for p in two_runs.iterdir())
     assert runs == ["version_0", "version_1"], runs
+    writers = []
     for name in runs:
         run = two_runs / name
         metrics = json.loads((run / "metrics.json").read_text())  # whole JSON, not two writers' interleaving
         assert 0.0 <= metrics["test/acc"] <= 1.0
         assert sorted(p.name for p in (run / "checkpoints").iterdir() if p.name.startswith("last")) == ["last.ckpt"]
-        assert len(list(run.glob("events.out.tfevents.*"))) == 2  # this run's fit and its test, nobody else's
+        # This run's fit, its test and its baseline's scores: one process's files (the pid in each name), nobody else's
+        events = list(run.glob("events.out.tfevents.*"))
+        assert len(events) == 3, events
+        writers.append({p.name.split(".")[-2] for p in events})
+        assert len(writers[-1]) == 1, events
+    assert writers[0] != writers[1], writers
 
 
 def _evil_pickle(path: Path, marker: Path) -> Path:

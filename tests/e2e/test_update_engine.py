@@ -92,7 +92,7 @@ def copies(tmp_path_factory) -> tuple[Path, Path]:
     (b / OWNER_FILES[0]).write_text('"""The owner\'s backbone."""\n\nBACKBONE = "mine"\n', encoding="utf-8")
     task = (b / OWNER_FILES[1]).read_text(encoding="utf-8")  # edited in place
     (b / OWNER_FILES[1]).write_text(
-        task.replace('"""Single-label', '"""The owner\'s single-label', 1), encoding="utf-8"
+        task.replace('"""Single-label', '"""Our', 1), encoding="utf-8"
     )
     _append(b / OWNER_FILES[2], "\n# the owner's config change\n")
     _git(["add", "-A"], b)
