@@ -67,8 +67,10 @@ def keep_counts_as_ints(parser: ArgumentParser, prefix: str = "trainer.") -> Non
 
     jsonargparse keeps an argument's type hint in the private ``ActionTypeHint._typehint``, read from the parser's
     private ``_actions``; this is the one place we touch them (there is no public way to change an added argument's
-    type). tests/test_compat.py: "jsonargparse ActionTypeHint._typehint" and "argparse ArgumentParser._actions".
+    type).
     """
+    # tests/test_compat.py: "jsonargparse ActionTypeHint._typehint"
+    # tests/test_compat.py: "argparse ArgumentParser._actions"
     for action in parser._actions:
         if action.dest.startswith(prefix) and hasattr(action, "_typehint"):
             action._typehint = _int_before_float(action._typehint)
