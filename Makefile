@@ -11,7 +11,7 @@ CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-dev train test test-fast lint format tensorboard clean rename drop-extra update-engine
+.PHONY: help install install-dev train test test-fast lint format tensorboard clean rename drop-extra update-engine update-deps
 .PHONY: postgresql # extra: tune
 
 help: ## List the targets
@@ -77,6 +77,10 @@ drop-extra: ## Delete an optional feature whole: make drop-extra NAME=deploy (it
 update-engine: ## Take upstream's engine and extras: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1]
 	@test -n "$(UPSTREAM)" || (echo "usage: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1]" >&2; exit 2)
 	$(PYTHON) scripts/update_engine.py --upstream "$(UPSTREAM)" --ref "$(or $(REF),HEAD)" $(if $(APPLY),--apply)
+
+update-deps: $(DEV_STAMP) ## Propose raising each dependency's cap to its newest release; APPLY=1 writes them and runs make test
+	$(BIN)/python scripts/raise_caps.py $(if $(APPLY),--apply)
+	$(if $(APPLY),$(MAKE) test)
 
 clean: ## Remove runs, caches and build artefacts (keeps .venv)
 	rm -rf runs lightning_logs .pytest_cache .ruff_cache build dist src/*.egg-info
