@@ -57,6 +57,7 @@ def method(cls: type, name: str, *params: str, is_async: bool = False) -> None:
     assert inspect.iscoroutinefunction(fn) == is_async, f"{cls.__qualname__}.{name}: async is now {not is_async}"
 
 
+# >>> extra: serve
 def _uvicorn_protocols(_: Path) -> None:
     from uvicorn.protocols.http import h11_impl, httptools_impl
 
@@ -92,6 +93,7 @@ def _uvicorn_server(_: Path) -> None:
     method(uvicorn.Server, "on_tick", "counter", is_async=True)
 
 
+# <<< extra: serve
 def _typehint(_: Path) -> None:
     import jsonargparse
 
@@ -170,6 +172,7 @@ def _average_model(_: Path) -> None:
     assert callbacks.WeightAveraging()._average_model is None, "WeightAveraging has no _average_model"
 
 
+# >>> extra: streaming
 def _litdata_state(_: Path) -> None:
     from litdata import streaming
 
@@ -185,6 +188,7 @@ def _litdata_batch_decode(_: Path) -> None:
     assert "batch_decode" in params, "StreamingDataset no longer takes batch_decode"
 
 
+# <<< extra: streaming
 def _orig_mod(_: Path) -> None:
     import torch
 
@@ -281,6 +285,7 @@ def test_every_private_use_in_src_is_listed() -> None:
     assert not unlisted, f"private uses with no entry in tests/test_compat.py PRIVATES: {unlisted}"
 
 
+# >>> extra: serve
 def test_a_renamed_attribute_fails_naming_its_entry(monkeypatch, tmp_path: Path) -> None:
     import uvicorn
 
@@ -294,6 +299,7 @@ def test_a_renamed_attribute_fails_naming_its_entry(monkeypatch, tmp_path: Path)
         check_entry(entry, tmp_path)
 
 
+# <<< extra: serve
 def test_a_renamed_instance_attribute_fails_naming_its_entry(monkeypatch, tmp_path: Path) -> None:
     from lightning.pytorch import callbacks
 

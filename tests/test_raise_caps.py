@@ -13,6 +13,12 @@ from scripts.raise_caps import cap_of, proposals, requirements
 pytest.importorskip("tomllib", reason="make update-deps reads pyproject.toml with tomllib (Python >= 3.11)")
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+#: The dependencies that tests/test_compat.py lists private internals of.
+PRIVATE_INTERNALS = [
+    "jsonargparse",
+    "uvicorn",  # extra: serve
+    "litdata",  # extra: streaming
+]
 
 
 def test_every_dependency_has_a_floor_and_a_cap_and_torch_is_never_pinned() -> None:
@@ -26,7 +32,7 @@ def test_every_dependency_has_a_floor_and_a_cap_and_torch_is_never_pinned() -> N
 
 def test_the_dependencies_reached_through_private_internals_are_capped_below_the_next_minor() -> None:
     text = PYPROJECT.read_text(encoding="utf-8")
-    for name in ("jsonargparse", "uvicorn", "litdata"):
+    for name in PRIVATE_INTERNALS:
         req = next(r for r in requirements(text) if Requirement(r).name == name)
         floor = next(Version(s.version) for s in Requirement(req).specifier if s.operator == ">=")
         assert cap_of(req) == Version(f"{floor.major}.{floor.minor + 1}"), f"{req}: cap below the next minor"
