@@ -239,7 +239,7 @@ PRIVATES = (
 
 #: Private-looking names the scan finds that are no other package's: why each needs no entry.
 NOT_A_DEPENDENCY = {
-    ("extras/streaming/convert.py", "_image"): "a docstring naming our own samples._image",
+    ("extras/streaming/convert.py", "_image"): "a docstring naming our own samples._image",  # extra: streaming
     ("_engine/run/callbacks.py", "_atomic_save"): "a docstring naming what Lightning does; nothing calls it",
     ("_engine/arguments.py", "_given"): "our own attribute, set by our ArgumentParser.parse_known_args",
 }
