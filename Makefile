@@ -11,8 +11,8 @@ CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-dev train test test-fast lint format tensorboard clean rename drop-extra update-engine
-.PHONY: postgresql # extra: tune
+.PHONY: help install install-dev train test test-fast lint format tensorboard clean rename drop-extra update-engine update-deps
+.PHONY: node-client # extra: deploy
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-13s %s\n", $$1, $$2}'
@@ -37,23 +37,23 @@ train: $(STAMP) ## Train on the embedded digits data (CONFIG=... to pick another
 # Two processes (pytest-xdist), one test file per process at a time (--dist loadfile): a file's module fixtures
 # (a shared sweep, a shared photo folder) are built once, and the two cores are both busy.
 test: $(DEV_STAMP) ## Run the whole test suite (what CI runs; < 30 min on 2 cores)
-test: postgresql # extra: tune
+test: node-client # extra: deploy
 test:
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 test-fast: $(DEV_STAMP) ## Run the fast tests only, without the end-to-end ones (< 2 min on 2 cores): the edit loop
 	$(BIN)/python -m pytest -m "not slow" -n 2 $(PYTEST_ARGS)
 
-# >>> extra: tune
-# The PostgreSQL study test starts a real server from Debian's package; without it, that test skips.
-postgresql: ## Install Debian's postgresql server for the tune test, only when absent and apt-get is usable
-	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
-	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
-	elif command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
-		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
-	else echo "postgresql is not installed and apt-get is not usable here: the PostgreSQL test will be skipped"; fi
-# <<< extra: tune
+# >>> extra: deploy
+# The Node client's test (tests/extras/deploy/test_preprocess_reference.py) runs it from examples/node_client:
+# `npm ci` from its lock file, install scripts off (onnxruntime-node's fetches GPU binaries online; the CPU ones ship
+# in the package). Only when the lock file changed since; without npm, that one test skips, saying so.
+node-client: ## Install the Node client's packages from examples/node_client/package-lock.json (needs npm)
+	@if ! command -v npm >/dev/null 2>&1; then echo "npm not found: the Node client's test will be skipped (install Node.js 18+)"; \
+	elif [ ! -d examples/node_client/node_modules/onnxruntime-node ] || \
+		[ examples/node_client/package-lock.json -nt examples/node_client/node_modules/.package-lock.json ]; then \
+		cd examples/node_client && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error; fi
+# <<< extra: deploy
 
 lint: $(DEV_STAMP) ## ruff check + format check
 	$(BIN)/ruff check src tests benchmarks examples scripts
@@ -77,6 +77,10 @@ drop-extra: ## Delete an optional feature whole: make drop-extra NAME=deploy (it
 update-engine: ## Take upstream's engine and extras: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1: write it, then make test-fast, which creates .venv and installs .[dev]]
 	@test -n "$(UPSTREAM)" || (echo "usage: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1]" >&2; exit 2)
 	$(PYTHON) scripts/update_engine.py --upstream "$(UPSTREAM)" --ref "$(or $(REF),HEAD)" $(if $(APPLY),--apply)
+
+update-deps: $(DEV_STAMP) ## Propose raising each dependency's cap to its newest release; APPLY=1 writes them and runs make test
+	$(BIN)/python scripts/raise_caps.py $(if $(APPLY),--apply)
+	$(if $(APPLY),$(MAKE) test)
 
 clean: ## Remove runs, caches and build artefacts (keeps .venv)
 	rm -rf runs lightning_logs .pytest_cache .ruff_cache build dist src/*.egg-info

@@ -53,3 +53,12 @@ def test_dependabot_and_issue_templates_exist() -> None:
     assert {u["package-ecosystem"] for u in dependabot["updates"]} >= {"pip", "github-actions"}
     templates = {p.name for p in (REPO / ".github" / "ISSUE_TEMPLATE").glob("*.yml")}
     assert {"bug_report.yml", "feature_request.yml"} <= templates
+
+
+def test_ci_runs_make_test_as_ci_run_does_and_make_test_installs_no_system_packages() -> None:
+    ci = yaml.safe_load((REPO / ".github" / "workflows" / "ci.yml").read_text())
+    runs = [step.get("run", "").split("#")[0].strip() for step in ci["jobs"]["test"]["steps"]]
+    assert ".ci/run" in runs, f"the test job runs {runs}, not .ci/run (make test)"
+    assert "make test" in (REPO / ".ci" / "run").read_text()
+    makefile = (REPO / "Makefile").read_text()
+    assert "apt-get" not in makefile and "sudo" not in makefile, "make test must not install system packages"

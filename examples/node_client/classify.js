@@ -1,23 +1,25 @@
 #!/usr/bin/env node
 // Classify images with an exported litstarter model in Node, following model.json alone (onnxruntime-node).
 //
-//   cd examples/node_client && npm install --ignore-scripts
+//   cd examples/node_client && npm ci --ignore-scripts   (see README.md)
 //   node classify.js <export>/model.json image.png [more images ...]
 //   node classify.js --inputs <export>/model.json image.png ...   (the preprocessed inputs, base64, no model run)
 //
 // Prints one JSON line per file: {"file", "pred", "prob", "probs"}. Decoding uses pngjs (PNG: grey, RGB, RGBA,
-// palette, 16-bit; pngjs hands back 8-bit RGBA) and jpeg-js (JPEG, with its EXIF orientation read here); every
+// palette, 16-bit; pngjs hands back 8-bit RGBA) and sharp (JPEG: libvips on libjpeg-turbo, the decoder PIL uses;
+// its EXIF orientation is read here); every
 // step after decoding follows model.json's "preprocessing": the channel rules, the resize (PIL's antialiased
 // bilinear: filter stretched by the downscale factor, new sides rounded half to even, width pass first, 22-bit
-// fixed-point weights) and both centre crops. PNG files match litstarter's own loader bit for bit; a JPEG may
-// differ by a grey level here and there (jpeg-js's IDCT is not libjpeg-turbo's).
+// fixed-point weights) and both centre crops. PNG and JPEG files both match litstarter's own loader bit for bit
+// (sharp and PIL gave the same pixels on 20 grey and colour JPEGs, 4:4:4, 4:2:2 and 4:2:0, quality 50 to 95; a CMYK
+// JPEG goes through sharp's colour management instead of PIL's plain conversion and may differ).
 "use strict";
 
 const fs = require("fs");
 const path = require("path");
 const ort = require("onnxruntime-node");
 const { PNG } = require("pngjs");
-const jpeg = require("jpeg-js");
+const sharp = require("sharp");
 
 const BITS = 22;
 const FILTERS = { bilinear: (x) => Math.max(0, 1 - Math.abs(x)) };
@@ -66,11 +68,19 @@ function exifOrientation(bytes, isPng) {
 }
 
 // Decode to {width, height, rgba: Uint8Array (H * W * 4)}, EXIF orientation applied.
-function decode(file) {
+async function decode(file) {
   const bytes = fs.readFileSync(file);
   const isPng = bytes.readUInt32BE(0) === 0x89504e47;
-  // pngjs: 8-bit RGBA (16 bits scaled by floor(v * 255 / 65535 + 0.5), as litstarter's rounding gives them)
-  const image = isPng ? PNG.sync.read(bytes) : jpeg.decode(bytes, { useTArray: true, formatAsRGBA: true });
+  let image;
+  if (isPng) {
+    // pngjs: 8-bit RGBA (16 bits scaled by floor(v * 255 / 65535 + 0.5), as litstarter's rounding gives them)
+    const png = PNG.sync.read(bytes);
+    image = { width: png.width, height: png.height, data: png.data };
+  } else {
+    // sharp never rotates unless asked (orient() below does it, as for PNG); grey becomes three equal channels
+    const { data, info } = await sharp(bytes).toColourspace("srgb").ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    image = { width: info.width, height: info.height, data };
+  }
   return orient({ width: image.width, height: image.height, rgba: new Uint8Array(image.data) }, exifOrientation(bytes, isPng));
 }
 
@@ -162,9 +172,9 @@ function resizeAxis(planes, h, w, outSize, horizontal, resize) {
 }
 
 // One file -> Uint8Array (C * H * W) input, following contract.preprocessing only.
-function preprocess(file, contract) {
+async function preprocess(file, contract) {
   const pre = contract.preprocessing;
-  const image = decode(file);
+  const image = await decode(file);
   let planes = toColorMode(image, pre.color_mode);
   let [h, w] = [image.height, image.width];
   const [th, tw] = pre.resize.size;
@@ -194,13 +204,15 @@ async function main() {
   const [contractPath, ...files] = inputsOnly ? args.slice(1) : args;
   const contract = JSON.parse(fs.readFileSync(contractPath, "utf8"));
   if (inputsOnly) {
-    for (const file of files) console.log(JSON.stringify({ file, input: Buffer.from(preprocess(file, contract)).toString("base64") }));
+    for (const file of files) {
+      console.log(JSON.stringify({ file, input: Buffer.from(await preprocess(file, contract)).toString("base64") }));
+    }
     return;
   }
   const session = await ort.InferenceSession.create(path.join(path.dirname(contractPath), "model.onnx"));
   const [c, h, w] = [contract.input.shape[1], ...contract.preprocessing.crop.size];
   for (const file of files) {
-    const tensor = new ort.Tensor("uint8", preprocess(file, contract), [1, c, h, w]);
+    const tensor = new ort.Tensor("uint8", await preprocess(file, contract), [1, c, h, w]);
     const result = await session.run({ [contract.input.name]: tensor });
     const logits = Array.from(result[contract.output.name].data);
     const top = Math.max(...logits);

@@ -114,7 +114,7 @@ def test_an_update_takes_upstreams_engine_and_extras_renamed_and_keeps_the_owner
     _append(a / f"src/litstarter/extras/{DROPPED}/__init__.py", "\n# a fix to an extra B deleted\n")
     _append(a / "configs/default.yaml", "\n# upstream's config change\n")
     pyproject = (a / "pyproject.toml").read_text(encoding="utf-8")
-    (a / "pyproject.toml").write_text(pyproject.replace('"pillow>=10"', '"pillow>=10.1"'), encoding="utf-8")
+    (a / "pyproject.toml").write_text(pyproject.replace('"pillow>=13,<14"', '"pillow>=13.1,<14"'), encoding="utf-8")
     ref = _upstream_commit(a, "engine fix, two extras' fixes, pillow range, config")
 
     dry = _update(b, a, ref)
@@ -122,7 +122,7 @@ def test_an_update_takes_upstreams_engine_and_extras_renamed_and_keeps_the_owner
         "updated": {FIX.format(pkg="acme"), f"src/acme/extras/{KEPT}/__init__.py"},
         "new": {test},
     }, dry
-    assert "pillow>=10 -> pillow>=10.1" in dry and "configs/default.yaml" in dry.split("by hand:")[1], dry
+    assert "pillow>=13,<14 -> pillow>=13.1,<14" in dry and "configs/default.yaml" in dry.split("by hand:")[1], dry
     assert _git(["status", "--porcelain"], b) == "", "a dry run wrote something"
 
     # B's tests where the update lands (the whole fast suite of a renamed copy runs in test_make_it_yours.py)
@@ -135,7 +135,7 @@ def test_an_update_takes_upstreams_engine_and_extras_renamed_and_keeps_the_owner
     assert "# acme: an extra's fix" in (b / f"src/acme/extras/{KEPT}/__init__.py").read_text(encoding="utf-8")
     assert {p: (b / p).read_bytes() for p in OWNER_FILES} == owner
     assert not (b / f"src/acme/extras/{DROPPED}").exists() and not (b / f"tests/extras/{DROPPED}").exists()
-    assert '"pillow>=10.1"' in (b / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"pillow>=13.1,<14"' in (b / "pyproject.toml").read_text(encoding="utf-8")
     assert "litstarter" not in _git(["diff", "--", "src", "tests", "pyproject.toml"], b), (
         "upstream's name leaked into B"
     )

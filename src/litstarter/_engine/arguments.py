@@ -25,6 +25,7 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Raise the refusal as one sentence; an unknown option (named before a missing one, which is often the
         same option mistyped) with the nearest known one."""
+        # tests/test_compat.py: "argparse ArgumentParser._actions"
         known = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
         given = [a.split("=", 1)[0] for a in getattr(self, "_given", []) if a.startswith("--")]
         unknown = next((a for a in given if a not in known), None)

@@ -139,5 +139,5 @@ def compile_child(parent: nn.Module, name: str, compile_args: bool | dict) -> No
 def uncompile_child(parent: nn.Module, name: str) -> None:
     """Put the plain module back in ``parent.<name>`` (the same parameters)."""
     child = getattr(parent, name)
-    if hasattr(child, "_orig_mod"):
+    if hasattr(child, "_orig_mod"):  # tests/test_compat.py: "torch OptimizedModule._orig_mod"
         setattr(parent, name, child._orig_mod)

@@ -56,7 +56,7 @@ class EMA(WeightAveraging):
 
     def teardown(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         """Drop the average after fit: a later ``test``/``validate`` loads the checkpoint's weights, the average."""
-        if stage == "fit":
+        if stage == "fit":  # tests/test_compat.py: "lightning WeightAveraging._average_model"
             self._average_model = None
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:

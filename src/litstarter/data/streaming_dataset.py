@@ -48,6 +48,7 @@ class StreamingImages(StreamingDataset):
     ) -> None:  # fmt: skip
         super().__init__(input_dir, cache_dir, shuffle=shuffle, drop_last=drop_last, seed=seed,
                          max_cache_size=max_cache_size, batch_decode=0)  # fmt: skip
+        # tests/test_compat.py: "litdata StreamingDataset(batch_decode=)"
         # batch_decode=0: each sample decoded alone. LitData's default decodes a 256-row window and keeps one; a
         # worker whose share starts mid-chunk alternates between two windows and decoded 256 rows per sample (seven
         # times slower for that worker, measured on benchmarks/streaming.py's 64 px images).
@@ -58,7 +59,7 @@ class StreamingImages(StreamingDataset):
     def set_epoch(self, current_epoch: int) -> None:
         """LitData's, and publish the epoch to the workers (on a resume, the checkpoint's epoch)."""
         super().set_epoch(current_epoch)
-        state = self._state_dict
+        state = self._state_dict  # tests/test_compat.py: "litdata StreamingDataset._state_dict"
         self.shared_epoch[0] = state["current_epoch"] if state else self.current_epoch
 
     def __iter__(self):

@@ -1,8 +1,8 @@
 """litstarter serve under hostile connections and bodies: one real server process, raw loopback sockets.
 
 One server with short timeouts (``--idle_timeout 2 --header_timeout 3 --max_connections 310``) takes the checks
-in order: idle connections and the cap, slow headers, hostile JSON, then SIGTERM (the last check: it stops the
-server). Each attack runs beside a good request on a fresh connection.
+in any order: idle connections and the cap, slow headers, hostile JSON; SIGTERM stops a server of its own. Each
+attack runs beside a good request on a fresh connection.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from tests.extras.serve.test_serve import png, start_server
+from tests.extras.serve.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +29,18 @@ IDLE, HEADER, CAP = 2.0, 3.0, 310
 GOOD = png(np.zeros((8, 8), np.uint8))
 
 
-@pytest.fixture(scope="module")
-def guarded(digits_export):
+def guarded_server(digits_export):
     """The server with short connection limits (its other limits are the defaults)."""
     args = ["--idle_timeout", str(IDLE), "--header_timeout", str(HEADER), "--max_connections", str(CAP)]
     server = start_server(digits_export.out / "model.onnx", *args)
     yield server
     if server.proc.poll() is None:
         server.proc.kill()
+
+
+#: Shared by the checks that leave it serving; the SIGTERM check stops one of its own.
+guarded = pytest.fixture(guarded_server, scope="module", name="guarded")
+stopped_guarded = pytest.fixture(guarded_server, name="stopped_guarded")
 
 
 def address(server) -> tuple[str, int]:
@@ -97,11 +102,13 @@ def test_idle_connections_are_closed_and_the_cap_answers_503(guarded):
         idle[sock] = time.monotonic()
     status, body = fresh_request(guarded, request("POST", "/predict", GOOD))
     assert status == 200 and body["predictions"], body  # served beside 300 idle connections
-    time.sleep(0.2)  # the server has closed that one too
+    pid = guarded.proc.pid  # the server has closed that one too:
+    wait_until(lambda: open_fds(pid) <= fds_before + 300 + 5, 10, "the server closing a finished connection")
     for _ in range(CAP - 300):  # the cap is full: a new client gets 503 at once, and its request is dropped
         sock = socket.create_connection(address(guarded))
         idle[sock] = time.monotonic()
-    time.sleep(0.2)  # the server accepts them all before the next one
+    # the server accepts them all before the next one
+    wait_until(lambda: open_fds(pid) >= fds_before + CAP - 10, 10, "the server accepting the connections up to the cap")
     fds_full = open_fds(guarded.proc.pid)
     refused_at = time.monotonic()
     status, body = fresh_request(guarded, request("POST", "/predict", GOOD))
@@ -172,7 +179,8 @@ def test_hostile_json_is_400_and_mime_base64_is_served(guarded):
         assert status == 200 and answer_["predictions"], answer_
 
 
-def test_sigterm_answers_requests_on_open_connections(guarded):
+def test_sigterm_answers_requests_on_open_connections(stopped_guarded):
+    guarded = stopped_guarded
     """Requests that reach already-open connections after the listener closed are answered, not reset."""
     conns = []
     for _ in range(8):  # open and used once: accepted, idle between requests

@@ -1,9 +1,9 @@
 """litstarter serve's Open Inference Protocol routes, probes and metrics, against real server processes on loopback.
 
 ``tritonclient`` is the client, with its default binary tensors and again with JSON ones. One server
-(model.onnx, max_batch_size 8) takes the protocol checks; a second (``--workers 2``, its loading slowed down by
-2 s, ``--drain_seconds 1.5``) is probed while it loads, counts its metrics under two model threads, and is
-drained last (the check that stops it).
+(model.onnx, max_batch_size 8) takes the protocol checks, in any order; each check of a loading server
+(``--workers 2``, its loading held until the test creates a file, ``--drain_seconds 4``) starts one of its own: it
+is probed while it loads, counts its metrics under two model threads, or is drained (and stops).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import pytest
 
 from litstarter.extras.deploy import infer
 from tests.extras.serve.test_serve import start_server
+from tests.extras.serve.waiting import status_of, wait_until
 
 pytestmark = pytest.mark.slow
 triton_http = pytest.importorskip("tritonclient.http")
@@ -32,6 +33,7 @@ parser = pytest.importorskip("prometheus_client.parser")
 MAX_BYTES = 65_536
 LOADING = re.compile(r"^litstarter serve: loading the model; probes answer at (http://127\.0\.0\.1:\d+)/")
 INFER = "/v2/models/model/infer"
+DRAIN_SECONDS = 4  # long enough for the checks made while draining, on a loaded machine
 
 
 @pytest.fixture(scope="module")
@@ -42,15 +44,25 @@ def protocol_server(digits_export):
         server.proc.kill()
 
 
-@pytest.fixture(scope="module")
-def loading_server(digits_export):
-    """Two model workers; loading takes 2 s longer; after SIGTERM it serves 1.5 s more. Returned while it loads."""
+@pytest.fixture
+def loading_server(digits_export, tmp_path):
+    """Two model workers; loading waits for ``server.release`` to exist; after SIGTERM it serves 4 s more.
+    Returned while it loads."""
     model = digits_export.out / "model.onnx"
-    args = ["--workers", "2", "--max_batch_size", "8", "--drain_seconds", "1.5"]
-    server = start_server(model, *args, env={"LITSTARTER_TEST_SLOW_LOAD": "2"}, ready_line=LOADING)
+    args = ["--workers", "2", "--max_batch_size", "8", "--drain_seconds", str(DRAIN_SECONDS)]
+    release = tmp_path / "release-the-load"
+    server = start_server(model, *args, env={"LITSTARTER_TEST_HOLD_LOAD": str(release)}, ready_line=LOADING)
+    server.release = release
     yield server
     if server.proc.poll() is None:
         server.proc.kill()
+
+
+def loaded(server):
+    """``server`` once its held load is let go and its readiness probe answers 200."""
+    server.release.touch()
+    wait_until(lambda: status_of(f"{server.url}/v2/health/ready") == 200, 60, f"ready\n{server.output()}")
+    return server
 
 
 @pytest.fixture(scope="module")
@@ -299,22 +311,19 @@ def test_not_ready_while_loading(loading_server):
     tensor = {"name": "input", "datatype": "UINT8", "shape": [1, 1, 8, 8], "data": [0] * 64}
     early = httpx.post(f"{url}{INFER}", json={"inputs": [tensor]}, timeout=5)
     assert early.status_code == 503 and "loading" in early.json()["error"]
-    deadline = time.monotonic() + 60
-    while httpx.get(f"{url}/v2/health/ready", timeout=5).status_code != 200:
-        assert time.monotonic() < deadline, loading_server.output()
-        time.sleep(0.1)
+    loaded(loading_server)
     assert client.is_server_ready() and client.is_model_ready("model")
     assert any(" on http://" in line for line in loading_server.lines)
 
 
 def test_metrics_count_every_request_with_two_workers(loading_server, digit_files):
-    count_requests(loading_server, digit_files[2], 40)
+    count_requests(loaded(loading_server), digit_files[2], 40)
 
 
 def test_draining_is_not_ready_but_live_until_exit(loading_server, digit_files):
-    url = loading_server.url
+    url = loaded(loading_server).url
     loading_server.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.2)
+    wait_until(lambda: status_of(f"{url}/v2/health/ready") == 503, 5, "readiness 503 after SIGTERM")
     ready = httpx.get(f"{url}/v2/health/ready", timeout=5)
     assert ready.status_code == 503 and ready.json() == {"ready": False}
     assert httpx.get(f"{url}/health", timeout=5).status_code == 503

@@ -12,6 +12,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -147,12 +148,18 @@ def test_verification_line(tmp_path):
 class Recorder:
     """A batch function that records the batch sizes it ran, and answers each image with its pixel sum."""
 
-    def __init__(self, seconds: float = 0.0, fail_on: int | None = None) -> None:
+    def __init__(self, seconds: float = 0.0, fail_on: int | None = None, hold: bool = False) -> None:
         self.sizes: list[int] = []
         self.seconds = seconds
         self.fail_on = fail_on
+        self.hold = hold
+        self.entered = threading.Event()  # set when a call starts
+        self.release = threading.Event()  # with hold: the call waits for it (set by the test)
 
     def __call__(self, images: np.ndarray) -> list[int]:
+        self.entered.set()
+        if self.hold:
+            assert self.release.wait(10), "the test never released the model"
         time.sleep(self.seconds)
         sums = [int(image.sum()) for image in images]
         if self.fail_on in sums:
@@ -206,16 +213,17 @@ def test_batch_timeout_waits_for_more_and_zero_does_not():
 
 
 def test_a_failing_batch_fails_only_its_requests_and_given_up_requests_are_dropped():
-    model = Recorder(seconds=0.05, fail_on=4 * 7)
+    model = Recorder(fail_on=4 * 7, hold=True)
     batcher = DynamicBatcher([model], max_batch_size=2)
 
     async def scenario():
         first = asyncio.ensure_future(batcher.submit(images(8)[7]))  # runs alone: the worker was idle
-        await asyncio.sleep(0.01)
+        assert await asyncio.to_thread(model.entered.wait, 10), "the first request never reached the model"
         gave_up = asyncio.ensure_future(asyncio.wait_for(batcher.submit(images(8)[5]), 0.01))
         ok = asyncio.ensure_future(batcher.submit(images(8)[3]))
-        outcomes = await asyncio.gather(first, gave_up, ok, return_exceptions=True)
-        return outcomes
+        await asyncio.wait([gave_up])  # it gave up while queued behind the held first batch
+        model.release.set()
+        return await asyncio.gather(first, gave_up, ok, return_exceptions=True)
 
     first, gave_up, ok = run_batcher(batcher, scenario)
     assert isinstance(first, RuntimeError) and isinstance(gave_up, asyncio.TimeoutError) and ok == 12

@@ -1,10 +1,12 @@
 """``litstarter tune`` end to end: a real sweep run by two workers on one journal, its refit, pruning and failure,
-and the same two-worker study on a real PostgreSQL server started from Debian's ``postgresql`` package."""
+and the same two-worker study on a real PostgreSQL server started from pip's ``pgserver`` wheel (or Debian's
+``postgresql`` package)."""
 
 from __future__ import annotations
 
 import csv
 import glob
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -22,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 # Short trials: the digits default learns in a few batches; the budget is about 3 s a trial on 2 cores.
 SHORT = ["--data.init_args.num_workers=0", "--trainer.enable_model_summary=false"]
-INSTALL_HINT = "run `make postgresql` (or `sudo apt-get install postgresql`)"
+INSTALL_HINT = "pip install pgserver (the dev extra has it) or Debian's postgresql; as root, a postgres user too"
 
 
 def short_sweep(save_dir: Path, search: Path | str, trials: int, *extra: str) -> list[str]:
@@ -150,9 +152,24 @@ def test_hopeless_trials_are_pruned_early_and_a_raising_trial_is_recorded_as_fai
 
 
 def postgres_bin() -> Path | None:
-    """The folder of Debian's PostgreSQL server binaries (initdb, pg_ctl), if the package is installed."""
+    """The folder of PostgreSQL's server binaries (initdb, pg_ctl): pip's ``pgserver`` wheel (the dev extra installs
+    it), else Debian's ``postgresql`` package, if either is installed."""
+    spec = importlib.util.find_spec("pgserver")
+    wheel = Path(spec.origin).parent / "pginstall" / "bin" if spec and spec.origin else None
+    if wheel is not None and (wheel / "initdb").is_file():
+        return wheel
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(found[-1]).parent if found else None
+
+
+def user_exists(name: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 @pytest.fixture(scope="module")
@@ -161,11 +178,11 @@ def postgres_url():
     (initdb refuses root); yields its SQLAlchemy URL and stops it afterwards."""
     bindir = postgres_bin()
     if bindir is None:
-        pytest.skip(f"PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin/initdb): {INSTALL_HINT}")
+        pytest.skip(f"PostgreSQL server binaries not found (pgserver, /usr/lib/postgresql/*/bin): {INSTALL_HINT}")
     as_user: list[str] = []
     if os.geteuid() == 0:
-        if shutil.which("runuser") is None:
-            pytest.skip("running as root and `runuser` is missing: cannot start PostgreSQL as the postgres user")
+        if shutil.which("runuser") is None or not user_exists("postgres"):
+            pytest.skip(f"running as root with no `runuser` or no postgres user to start PostgreSQL as: {INSTALL_HINT}")
         as_user = ["runuser", "-u", "postgres", "--"]
     root = Path(tempfile.mkdtemp(prefix="litstarter-pg-"))
     if as_user:

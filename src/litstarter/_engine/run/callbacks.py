@@ -38,7 +38,7 @@ def set_logger_version(logger: TensorBoardLogger | CSVLogger, version: int | str
     Private attribute: neither logger has a public setter, and both read ``_version`` lazily (``version``,
     ``log_dir``). A Lightning release that renames it breaks this; the DDP test would then see two folders.
     """
-    logger._version = version
+    logger._version = version  # tests/test_compat.py: "lightning logger._version"
 
 
 class ShareRunVersion(Callback):

@@ -88,6 +88,8 @@ class RunCLI(LightningCLI):
     def _known_keys(self, args: list[str]) -> list[str]:
         """The dotted options of the subcommand in ``args`` (for "did you mean"); LightningCLI keeps its
         subcommands' parsers in the private ``_subcommand_parsers``."""
+        # tests/test_compat.py: "lightning LightningCLI._subcommand_parsers"
+        # tests/test_compat.py: "argparse ArgumentParser._actions"
         parsers = getattr(self, "_subcommand_parsers", {})
         parser = parsers.get(args[0]) if args else None
         return [a.dest for a in getattr(parser, "_actions", []) if "." in a.dest or a.dest.isidentifier()]
@@ -118,7 +120,7 @@ class RunCLI(LightningCLI):
         a checkpoint file, check ``--ckpt_path``, and name what its settings overrule."""
         show_litstarter_logs()  # the lines below come before the run's setup
         super().parse_arguments(parser, args)
-        dumped = self.parser.dump(self.config, skip_none=False, skip_validation=True)
+        dumped = self.parser.dump(self.config, skip_unset=False, skip_validation=True)
         subcommand = self.config.get("subcommand")
         self.resume = None
         if subcommand:

@@ -16,7 +16,10 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
+import operator
+import types
 import typing
 
 import yaml
@@ -45,23 +48,29 @@ def register_config_types() -> None:
 
 
 def _int_before_float(hint):
-    """``hint`` with ``int`` tried before ``float``, where it is a union of both that has them the other way."""
+    """``hint`` with ``int`` tried before ``float``, where it is a union of both that has them the other way.
+
+    Rebuilt with ``|`` (``types.UnionType``), which no cache reorders, on Python 3.10 to 3.14 alike: ``Union[...]``
+    would hand back the cached float-first union again.
+    """
     args = typing.get_args(hint)
-    if typing.get_origin(hint) is not typing.Union or int not in args or float not in args:
+    if typing.get_origin(hint) not in (typing.Union, types.UnionType) or int not in args or float not in args:
         return hint
     if args.index(int) < args.index(float):
         return hint
-    swapped = tuple(float if a is int else int if a is float else a for a in args)
-    # Built directly: Union[...] would hand back the cached float-first union again.
-    return type(hint)(typing.Union, swapped)
+    swapped = (float if a is int else int if a is float else a for a in args)
+    return functools.reduce(operator.or_, swapped)
 
 
 def keep_counts_as_ints(parser: ArgumentParser, prefix: str = "trainer.") -> None:
     """Have the parser read ``1`` as the int ``1`` for every argument under ``prefix`` typed as int-or-float.
 
-    jsonargparse keeps an argument's type hint in the private ``ActionTypeHint._typehint``; this is the one place we
-    touch it (there is no public way to change an added argument's type).
+    jsonargparse keeps an argument's type hint in the private ``ActionTypeHint._typehint``, read from the parser's
+    private ``_actions``; this is the one place we touch them (there is no public way to change an added argument's
+    type).
     """
+    # tests/test_compat.py: "jsonargparse ActionTypeHint._typehint"
+    # tests/test_compat.py: "argparse ArgumentParser._actions"
     for action in parser._actions:
         if action.dest.startswith(prefix) and hasattr(action, "_typehint"):
             action._typehint = _int_before_float(action._typehint)

@@ -63,10 +63,11 @@ class SaveConfigAndLogIt(SaveConfigCallback):
     def save_config(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         """Log the flattened config (rank 0; LightningCLI calls this once, at setup, before Lightning logs its
         own set, which it then skips)."""
+        # tests/test_compat.py: "lightning _log_hyperparams"
         pl_module._log_hyperparams = False  # what save_hyperparameters(logger=False) sets: Lightning logs nothing
         if trainer.datamodule is not None:
             trainer.datamodule._log_hyperparams = False
-        config = yaml.safe_load(self.parser.dump(self.config, skip_none=False)) or {}
+        config = yaml.safe_load(self.parser.dump(self.config, skip_unset=False)) or {}
         params = {
             k: v for k, v in flatten(config).items() if not any(k == n or k.startswith(n + ".") for n in NOT_LOGGED)
         }
@@ -167,6 +168,7 @@ def check_mlflow_settings(tracking_uri: str | None, experiment_name: Any) -> Non
 def check_mlflow_loggers(trainer: L.Trainer) -> None:
     """:func:`check_mlflow_settings` for each of the trainer's MLflow loggers, before any of them connects."""
     for logger in mlflow_loggers(trainer):  # the logger keeps both private; reading them connects to nothing
+        # tests/test_compat.py: "lightning MLFlowLogger._tracking_uri and _experiment_name"
         check_mlflow_settings(getattr(logger, "_tracking_uri", None), getattr(logger, "_experiment_name", None))
 
 
@@ -204,7 +206,7 @@ class ContinuedCSVWriter(ExperimentWriter):
     """Lightning's CSV writer for a folder that is this run's own: an existing ``metrics.csv`` is continued
     (its columns read back, new rows appended) rather than deleted with a warning."""
 
-    def _check_log_dir_exists(self) -> None:
+    def _check_log_dir_exists(self) -> None:  # tests/test_compat.py: "lightning ExperimentWriter._check_log_dir_exists"
         if self._fs.isfile(self.metrics_file_path):
             with self._fs.open(self.metrics_file_path, "r", newline="") as file:
                 self.metrics_keys = next(csv.reader(file), [])
@@ -219,6 +221,7 @@ def continue_csv_logs(trainer: L.Trainer) -> None:
     release that renames them makes this a no-op, and tests/e2e/test_tracking.py sees the warning again."""
     if not trainer.is_global_zero:  # other ranks write no files
         return
+    # tests/test_compat.py: "lightning CSVLogger._fs and _experiment"
     for logger in trainer.loggers:
         if isinstance(logger, CSVLogger) and getattr(logger, "_experiment", True) is None:
             logger._fs.makedirs(logger.root_dir, exist_ok=True)  # what CSVLogger.experiment does first

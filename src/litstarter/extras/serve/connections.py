@@ -185,6 +185,9 @@ def guarded_protocol(limits: Limits, parser: str = "auto") -> type[asyncio.Proto
     ``on_message_complete``; h11: ``conn.their_state``). uvicorn's ``shutdown`` closes a connection at once
     unless a request is being answered; the guard gives it :data:`DRAIN_GRACE` first.
     """
+    # tests/test_compat.py: "uvicorn HTTP protocols"
+    # tests/test_compat.py: "uvicorn RequestResponseCycle.response_complete"
+    # tests/test_compat.py: "h11 Connection.their_state"
     if parser == "auto":
         parser = "httptools" if importlib.util.find_spec("httptools") is not None else "h11"
     if parser == "httptools":

@@ -15,6 +15,7 @@ def draining_server() -> type:
     """uvicorn's ``Server`` class with the drain of ``litstarter serve`` (uvicorn is imported here, when serving)."""
     import uvicorn
 
+    # tests/test_compat.py: "uvicorn Server.handle_exit and on_tick"
     class DrainingServer(uvicorn.Server):
         """uvicorn's server, marking the app as draining when a signal asks it to stop.
 

@@ -8,13 +8,13 @@ import typing
 import lightning as L
 from jsonargparse import ArgumentParser
 
-from litstarter._engine.run.config_file import keep_counts_as_ints
+from litstarter._engine.run.config_file import _int_before_float, keep_counts_as_ints
 from litstarter.cli import LitStarterCLI
 from litstarter.data.base import ArrayDataModule
 from litstarter.tasks.base import ImageTask
 
-# Built directly, so that the typing cache neither gives nor takes this order.
-FLOAT_FIRST = type(typing.Union[int, None])(typing.Union, (float, int, type(None)))  # noqa: UP007
+# Built with `|`, which no cache reorders, so that the typing cache neither gives nor takes this order.
+FLOAT_FIRST = float | int | None
 
 
 class Limits:
@@ -69,3 +69,11 @@ def test_the_cli_reads_limit_batches_1_as_one_batch_when_the_trainer_was_annotat
     assert type(cli.trainer.limit_train_batches) is int and cli.trainer.limit_train_batches == 1
     assert cli.trainer.limit_val_batches == 0.5
     assert type(cli.trainer.val_check_interval) is float
+
+
+def test_both_spellings_of_a_float_first_union_come_back_int_first_in_the_same_members() -> None:
+    spelled = (typing.Optional[typing.Union[float, int]], typing.Union[float, int, str], FLOAT_FIRST)  # noqa: UP007, UP045
+    for hint in spelled:
+        args = typing.get_args(_int_before_float(hint))
+        assert args.index(int) < args.index(float) and set(args) == set(typing.get_args(hint))
+    assert _int_before_float(typing.Optional[str]) == typing.Optional[str]  # noqa: UP007, UP045
