@@ -19,9 +19,18 @@ log = logging.getLogger("litstarter")
 
 # Layers whose parameters are a scale and a shift: decaying them toward 0 fights the normalisation.
 NORM_LAYERS: tuple[type[nn.Module], ...] = (
-    nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.InstanceNorm1d, nn.InstanceNorm2d,
-    nn.InstanceNorm3d, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm, nn.RMSNorm,
-)  # fmt: skip
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+    nn.SyncBatchNorm,
+    nn.InstanceNorm1d,
+    nn.InstanceNorm2d,
+    nn.InstanceNorm3d,
+    nn.LayerNorm,
+    nn.GroupNorm,
+    nn.LocalResponseNorm,
+    nn.RMSNorm,
+)
 
 
 def weight_decay_groups(module: nn.Module) -> list[dict]:
@@ -182,8 +191,11 @@ def layer_decay_groups(module: nn.Module, backbone: nn.Module, layer_decay: floa
     inside = {id(p) for g in groups for p in g["params"]}
     rest = weight_decay_groups(module) if no_decay else [{"params": list(module.parameters())}]
     rest = [{**g, "params": [p for p in g["params"] if id(p) not in inside]} for g in rest]
-    heads = [{**g, "lr_scale": 1.0, "name": "head" + ("_no_decay" if g.get("weight_decay") == 0.0 else "")}
-             for g in rest if g["params"]]  # fmt: skip
+    heads = [
+        {**g, "lr_scale": 1.0, "name": "head" + ("_no_decay" if g.get("weight_decay") == 0.0 else "")}
+        for g in rest
+        if g["params"]
+    ]
     return groups + heads
 
 

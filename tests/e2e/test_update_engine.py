@@ -91,9 +91,7 @@ def copies(tmp_path_factory) -> tuple[Path, Path]:
     _run(["make", "-s", "drop-extra", f"NAME={DROPPED}", f"PYTHON={sys.executable}"], b)
     (b / OWNER_FILES[0]).write_text('"""The owner\'s backbone."""\n\nBACKBONE = "mine"\n', encoding="utf-8")
     task = (b / OWNER_FILES[1]).read_text(encoding="utf-8")  # edited in place
-    (b / OWNER_FILES[1]).write_text(
-        task.replace('"""Single-label', '"""Our', 1), encoding="utf-8"
-    )
+    (b / OWNER_FILES[1]).write_text(task.replace('"""Single-label', '"""Our', 1), encoding="utf-8")
     _append(b / OWNER_FILES[2], "\n# the owner's config change\n")
     _git(["add", "-A"], b)
     _git(["commit", "-q", "-m", "acme: renamed, an extra dropped, edited"], b)

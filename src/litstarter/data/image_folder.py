@@ -95,9 +95,22 @@ class ImageFolderDataModule(ArrayDataModule):
             raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
         # The listing, the split and the cache: the engine's, shared with the reports that read the same cache.
         self.folder = CachedImageFolder(
-            root, labels, image_size, channels, val_fraction, test_fraction, cache_dir, cache_workers, cache_verify,
-            on_bad_file, seed, classes, labels_absolute_paths, interpolation, crop_pct,
-        )  # fmt: skip
+            root,
+            labels,
+            image_size,
+            channels,
+            val_fraction,
+            test_fraction,
+            cache_dir,
+            cache_workers,
+            cache_verify,
+            on_bad_file,
+            seed,
+            classes,
+            labels_absolute_paths,
+            interpolation,
+            crop_pct,
+        )
         for name, value in (("mean", mean), ("std", std)):
             if value is not None and len(value) != self.folder.channels:
                 raise UsageError(f"data.{name} has {len(value)} values but data.channels is {self.folder.channels}")

@@ -105,8 +105,9 @@ class StreamingDataModule(L.LightningDataModule):
         cache_dir = None if self.cache_dir is None else join(self.cache_dir, name)
         encoded = self.manifest.get("storage", "uint8") == "encoded"  # older manifests: uint8
         decode = (self.channels, self.resize_size, self.interpolation) if encoded else None
-        return StreamingImages(where, self.seed, shuffle, self.drop_last if shuffle else False, cache_dir,
-                               self.max_cache_size, decode)  # fmt: skip
+        return StreamingImages(
+            where, self.seed, shuffle, self.drop_last if shuffle else False, cache_dir, self.max_cache_size, decode
+        )
 
     def setup(self, stage: str | None = None) -> None:
         """Open the splits (nothing is read until the loaders stream)."""
@@ -140,9 +141,13 @@ class StreamingDataModule(L.LightningDataModule):
 
         on_accelerator = self.trainer is not None and type(self.trainer.accelerator).__name__ != "CPUAccelerator"
         return StreamingDataLoader(
-            dataset, batch_size=self.batch_size, num_workers=self.num_workers, pin_memory=on_accelerator,
-            collate_fn=ImageBatch(self.image_size, augmentation), persistent_workers=self.num_workers > 0,
-        )  # fmt: skip
+            dataset,
+            batch_size=self.batch_size,
+            num_workers=self.num_workers,
+            pin_memory=on_accelerator,
+            collate_fn=ImageBatch(self.image_size, augmentation),
+            persistent_workers=self.num_workers > 0,
+        )
 
     def train_dataloader(self):
         """LitData's ``StreamingDataLoader`` itself (Lightning saves its state), shuffled, augmented; on resume, at
@@ -189,6 +194,8 @@ class StreamingDataModule(L.LightningDataModule):
         the epoch restarted. The data module's own state is restored before either."""
         saved = state_dict.get("class_to_idx")
         if saved is not None and list(saved) != self.class_names:
-            raise BadInputError(f"the checkpoint was trained on classes {list(saved)} but data.root '{self.root}' has"
-                                f" {self.class_names}")  # fmt: skip
+            raise BadInputError(
+                f"the checkpoint was trained on classes {list(saved)} but data.root '{self.root}' has"
+                f" {self.class_names}"
+            )
         self._resume_position = state_dict.get("train_loader")

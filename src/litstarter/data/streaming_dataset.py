@@ -42,12 +42,24 @@ class StreamingImages(StreamingDataset):
     """
 
     def __init__(
-        self, input_dir: str, seed: int = 42, shuffle: bool = False, drop_last: bool | None = None,
-        cache_dir: str | None = None, max_cache_size: str = "50GB",
+        self,
+        input_dir: str,
+        seed: int = 42,
+        shuffle: bool = False,
+        drop_last: bool | None = None,
+        cache_dir: str | None = None,
+        max_cache_size: str = "50GB",
         decode: tuple[int, tuple[int, int], str] | None = None,
-    ) -> None:  # fmt: skip
-        super().__init__(input_dir, cache_dir, shuffle=shuffle, drop_last=drop_last, seed=seed,
-                         max_cache_size=max_cache_size, batch_decode=0)  # fmt: skip
+    ) -> None:
+        super().__init__(
+            input_dir,
+            cache_dir,
+            shuffle=shuffle,
+            drop_last=drop_last,
+            seed=seed,
+            max_cache_size=max_cache_size,
+            batch_decode=0,
+        )
         # tests/test_compat.py: "litdata StreamingDataset(batch_decode=)"
         # batch_decode=0: each sample decoded alone. LitData's default decodes a 256-row window and keeps one; a
         # worker whose share starts mid-chunk alternates between two windows and decoded 256 rows per sample (seven

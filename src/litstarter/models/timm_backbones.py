@@ -114,13 +114,17 @@ class TimmBackbone(nn.Module):
             for a, b in zip(x, y, strict=True)
         ):
             won = "the pretrained config's (pretrained weights expect it)" if pretrained else "the data's (random init)"
-            differ.append(f"the data's mean/std {_short(mean)} / {_short(std)} differ from the pretrained config's"
-                          f" {_short(cfg['mean'])} / {_short(cfg['std'])}: {won} wins")  # fmt: skip
+            differ.append(
+                f"the data's mean/std {_short(mean)} / {_short(std)} differ from the pretrained config's"
+                f" {_short(cfg['mean'])} / {_short(cfg['std'])}: {won} wins"
+            )
         size = list(cfg["input_size"][-2:])  # (channels, height, width)
         if image_size is not None and list(image_size) != size:
             why = "pretrained features work best near it" if pretrained else "random init has no preferred size"
-            differ.append(f"data.image_size {list(image_size)} differs from the pretrained config's input size {size}:"
-                          f" data.image_size wins (the data module stores images at it; {why})")  # fmt: skip
+            differ.append(
+                f"data.image_size {list(image_size)} differs from the pretrained config's input size {size}:"
+                f" data.image_size wins (the data module stores images at it; {why})"
+            )
         if differ:
             log.info("%s: %s", self.name, "; ".join(differ))
         return theirs if pretrained else ours
@@ -168,13 +172,15 @@ def _weights_kwargs(timm, name: str, weights: str | None) -> dict:
     if weights != PRETRAINED:
         path = Path(weights).expanduser()
         if not path.is_file():
-            raise UsageError(f"model.weights: {weights} is not a file (a state_dict of {PREFIX}/{name}, or"
-                             f" '{PRETRAINED}')")  # fmt: skip
+            raise UsageError(
+                f"model.weights: {weights} is not a file (a state_dict of {PREFIX}/{name}, or '{PRETRAINED}')"
+            )
         return {"pretrained": True, "pretrained_cfg_overlay": {"file": str(path)}}
     cfg = timm.models.get_pretrained_cfg(name)
     if cfg is None or not (cfg.hf_hub_id or cfg.url):
-        raise UsageError(f"model.weights: timm has no pretrained weights for {name!r}; use null (random init) or a"
-                         " weights file")  # fmt: skip
+        raise UsageError(
+            f"model.weights: timm has no pretrained weights for {name!r}; use null (random init) or a weights file"
+        )
     cached = _cached_weights(cfg)
     if cached:  # straight from the cache: no request that could stall
         return {"pretrained": True, "pretrained_cfg_overlay": {"file": cached}}
@@ -242,12 +248,15 @@ def _measure_features(model: nn.Module, name: str, in_channels: int, size: tuple
             f"model.backbone {PREFIX}/{name} needs {at_least}; data.image_size is {list(size)} ({first})"
         ) from None
     if out.ndim != 2:
-        raise BackboneError(f"model.backbone {PREFIX}/{name} outputs shape {list(out.shape)}, not pooled (B, features);"
-                            " leave model.backbone_kwargs.global_pool unset")  # fmt: skip
+        raise BackboneError(
+            f"model.backbone {PREFIX}/{name} outputs shape {list(out.shape)}, not pooled (B, features);"
+            " leave model.backbone_kwargs.global_pool unset"
+        )
     reported = getattr(model, "head_hidden_size", None) or model.num_features
     if out.shape[1] != reported:
-        log.warning("%s/%s reports %d features but outputs %d; using %d", PREFIX, name, reported, out.shape[1],
-                    out.shape[1])  # fmt: skip
+        log.warning(
+            "%s/%s reports %d features but outputs %d; using %d", PREFIX, name, reported, out.shape[1], out.shape[1]
+        )
     return int(out.shape[1])
 
 

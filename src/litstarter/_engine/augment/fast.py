@@ -188,9 +188,7 @@ def resized_crop_batch(
     grid = torch.empty((n, out_h, out_w, 2))
     grid[..., 0] = ((2 * xs + 1) / width - 1).float()[:, None, :]  # float32 first: a mixed-dtype fill is slow
     grid[..., 1] = ((2 * ys + 1) / height - 1).float()[:, :, None]
-    out = nn_functional.grid_sample(
-        images.float(), grid, mode="bilinear", padding_mode="border", align_corners=False
-    )  # fmt: skip
+    out = nn_functional.grid_sample(images.float(), grid, mode="bilinear", padding_mode="border", align_corners=False)
     shrunk = (boxes[:, 2] > MAX_BATCHED_SHRINK * out_h) | (boxes[:, 3] > MAX_BATCHED_SHRINK * out_w)
     for i in shrunk.nonzero().flatten().tolist():
         top_i, left_i, h, w = boxes[i].tolist()

@@ -168,8 +168,17 @@ class ImageCache:
         return self.manifest["splits"][split]["files"][field]
 
 
-def _unusable(folder: Path, text: bytes, manifest, params: dict, sources: dict, class_to_idx: dict, verify: Verify,
-              seed: int | None, started: float) -> str | None:  # fmt: skip
+def _unusable(
+    folder: Path,
+    text: bytes,
+    manifest,
+    params: dict,
+    sources: dict,
+    class_to_idx: dict,
+    verify: Verify,
+    seed: int | None,
+    started: float,
+) -> str | None:
     """Why the cache in ``folder`` cannot be reused as it is (a phrase for the log), or ``None`` if it can;
     ``text`` is the manifest as read, ``manifest`` the same parsed."""
     older = version_problem(manifest)  # an older litstarter's cache: rebuilt, logged as information

@@ -92,9 +92,16 @@ def _decode_all(
 
 
 def _decode_split(
-    folder: Path, root: Path, split: str, files: list[SourceFile], channels: int, size: tuple[int, int],
-    workers: int, bad: list[dict], interpolation: str = "bilinear",
-) -> tuple[Path, Path, list[dict]]:  # fmt: skip
+    folder: Path,
+    root: Path,
+    split: str,
+    files: list[SourceFile],
+    channels: int,
+    size: tuple[int, int],
+    workers: int,
+    bad: list[dict],
+    interpolation: str = "bilinear",
+) -> tuple[Path, Path, list[dict]]:
     """Decode one split into owner-tagged temporary arrays; returns them and the kept files' records."""
     tag, row = owner_tag(), channels * size[0] * size[1]
     images_tmp = folder / f".{split}.u8.{tag}.tmp"
@@ -194,11 +201,22 @@ def build_cache(
     finally:
         for leftover in folder.glob(f".*.{owner_tag()}.tmp"):  # ours, also of a split interrupted mid-way
             leftover.unlink(missing_ok=True)
-    manifest = {"version": CACHE_VERSION, "params": params, "class_to_idx": class_to_idx, "mean": mean, "std": std,
-                "skipped": bad, "splits": splits}  # fmt: skip
+    manifest = {
+        "version": CACHE_VERSION,
+        "params": params,
+        "class_to_idx": class_to_idx,
+        "mean": mean,
+        "std": std,
+        "skipped": bad,
+        "splits": splits,
+    }
     text = manifest_text(manifest)
     manifest["digest"] = written_digest(text)[1]  # as a reuse reads it back
     atomic_write(folder / MANIFEST, lambda tmp: tmp.write_text(text))  # last: only now is the folder trusted
-    log.info("built image cache %s (%d images) in %.1f s", folder, sum(s[0] for s in shapes.values()),
-             time.perf_counter() - start)  # fmt: skip
+    log.info(
+        "built image cache %s (%d images) in %.1f s",
+        folder,
+        sum(s[0] for s in shapes.values()),
+        time.perf_counter() - start,
+    )
     return ImageCache(folder, manifest, reused=False)

@@ -218,18 +218,29 @@ class CachedImageFolder:
                 workers = available_cores() if total >= MIN_FILES_FOR_WORKERS else 0
             log.info("Building the image cache for %d files in %s (%d process(es))", total, folder, max(workers, 1))
             cache = build_cache(
-                folder, self.root, params, sources, self.cache_classes(), self.channels, self.resize_size,
-                on_bad_file=on_bad_file, workers=workers,
-            )  # fmt: skip
+                folder,
+                self.root,
+                params,
+                sources,
+                self.cache_classes(),
+                self.channels,
+                self.resize_size,
+                on_bad_file=on_bad_file,
+                workers=workers,
+            )
         elif cache.skipped and on_bad_file == "error":
             raise bad_files_error(self.root, cache.skipped)
         return cache
 
 
 def _check_arguments(
-    channels: int | str, val_fraction: float, test_fraction: float, cache_workers: int | None, cache_verify: str,
+    channels: int | str,
+    val_fraction: float,
+    test_fraction: float,
+    cache_workers: int | None,
+    cache_verify: str,
     on_bad_file: str,
-) -> None:  # fmt: skip
+) -> None:
     if channels not in (1, 3, "auto"):
         raise UsageError(f"data.channels must be 1, 3 or auto, got {channels!r}")
     if not 0 < val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:

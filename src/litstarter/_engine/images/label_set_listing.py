@@ -31,8 +31,12 @@ def label_sets_listing(root: Path, layout, val_fraction: float, test_fraction: f
     name, how = layout.labels.name, BY_LABEL_SETS
     if not any(row.split for row in layout.rows):
         sources = carved(by_split["train"], test_fraction)
-        origins = {split: carved_origin(name, f"{split}_fraction", val_fraction if split == "val" else test_fraction,
-                                        seed, how) for split in sources}  # fmt: skip
+        origins = {
+            split: carved_origin(
+                name, f"{split}_fraction", val_fraction if split == "val" else test_fraction, seed, how
+            )
+            for split in sources
+        }
         origins["train"] = f"{name}, the rest"
         return Listing(
             layout.describe(root), {s: sources[s] for s in SPLIT_NAMES if s in sources}, origins, walker.report()

@@ -63,8 +63,9 @@ def _check_files(files, where: str, n: int, num_classes: int) -> None:
         column = files[key]
         _expect(
             isinstance(column, list) and len(column) == n and set(map(type, column)) <= {kind},
-            f"{where}.{key}", f"a list of {n} {kind.__name__}s",
-        )  # fmt: skip
+            f"{where}.{key}",
+            f"a list of {n} {kind.__name__}s",
+        )
     labels = files["label"]
     _expect(not labels or 0 <= min(labels) <= max(labels) < num_classes, f"{where}.label", f"in 0..{num_classes - 1}")
 
@@ -85,8 +86,9 @@ def _check_split(entry, where: str, num_classes: int) -> None:
     shape = entry.get("shape")
     _expect(
         isinstance(shape, list) and len(shape) == 4 and all(_is_int(s) and s >= 0 for s in shape),
-        f"{where}.shape", "[N, C, H, W] of non-negative ints",
-    )  # fmt: skip
+        f"{where}.shape",
+        "[N, C, H, W] of non-negative ints",
+    )
     _expect(shape[1] in (1, 3) and shape[2] > 0 and shape[3] > 0, f"{where}.shape", "1 or 3 channels of H, W > 0")
     _expect(isinstance(entry.get("listing_digest"), str), f"{where}.listing_digest", "a string")
     sums = entry.get("checksums")
@@ -97,8 +99,9 @@ def _check_split(entry, where: str, num_classes: int) -> None:
     n_blocks = math.ceil(math.prod(shape) / block)
     _expect(
         isinstance(blocks, list) and len(blocks) == n_blocks and all(isinstance(b, str) for b in blocks),
-        f"{where}.checksums.images", f"a list of {n_blocks} strings",
-    )  # fmt: skip
+        f"{where}.checksums.images",
+        f"a list of {n_blocks} strings",
+    )
     _expect(isinstance(sums.get("labels"), str), f"{where}.checksums.labels", "a string")
     _check_files(entry.get("files"), f"{where}.files", shape[0], num_classes)
 
@@ -121,8 +124,9 @@ def manifest_problem(manifest) -> str | None:
         classes = manifest.get("class_to_idx")
         _expect(
             isinstance(classes, dict) and sorted(classes.values()) == list(range(len(classes))) and len(classes) > 0,
-            "class_to_idx", "an object of class name -> 0..K-1",
-        )  # fmt: skip
+            "class_to_idx",
+            "an object of class name -> 0..K-1",
+        )
         splits = manifest.get("splits")
         _expect(isinstance(splits, dict) and "train" in splits, "splits", "an object with a 'train' split")
         for split, entry in splits.items():
@@ -131,17 +135,22 @@ def manifest_problem(manifest) -> str | None:
         for key, low in (("mean", 0.0), ("std", 1e-9)):  # a std of 0 would divide every pixel by zero
             value = manifest.get(key)
             _expect(
-                isinstance(value, list) and len(value) == channels
+                isinstance(value, list)
+                and len(value) == channels
                 and all(isinstance(v, int | float) and low <= v <= 1 for v in value),
-                key, f"a list of {channels} numbers in [{low:g}, 1] (0..1 scale)",
-            )  # fmt: skip
+                key,
+                f"a list of {channels} numbers in [{low:g}, 1] (0..1 scale)",
+            )
         skipped = manifest.get("skipped")
         _expect(
             isinstance(skipped, list)
-            and all(isinstance(s, dict) and isinstance(s.get("path"), str) and isinstance(s.get("reason"), str)
-                    for s in skipped),
-            "skipped", "a list of {path, reason}",
-        )  # fmt: skip
+            and all(
+                isinstance(s, dict) and isinstance(s.get("path"), str) and isinstance(s.get("reason"), str)
+                for s in skipped
+            ),
+            "skipped",
+            "a list of {path, reason}",
+        )
     except Malformed as problem:
         return str(problem)
     return None

@@ -187,8 +187,10 @@ class SayWhatAMidEpochResumeReplays(Callback):
             return
         at = f"resuming mid-epoch: epoch {trainer.current_epoch} had trained {done} of its {int(total)} batches."
         if restores_its_own_position(trainer.datamodule):
-            log.info(f"{at} The data module restored its train loader's position: the epoch continues with batch"
-                     f" {done + 1}, in the uninterrupted run's order and views")  # fmt: skip
+            log.info(
+                f"{at} The data module restored its train loader's position: the epoch continues with batch"
+                f" {done + 1}, in the uninterrupted run's order and views"
+            )
             return
         if resumable(trainer.train_dataloader):
             log.warning(

@@ -111,8 +111,16 @@ def refit(study_dir: Path, pool: Pool, fit_args: list[str], config: dict, epochs
     split = pool.write_split(study_dir / "folds" / "refit.csv", ["train"] * len(pool.ids), with_test="val")
     overlay = study_dir / "refit.yaml"
     overlay.write_text(yaml.safe_dump({"trainer": {"callbacks": refit_callbacks(config)}}, sort_keys=False))
-    args = [*fit_args[:1], *fit_args[1:], "--config", str(overlay), *pool.data_args(split),
-            f"--trainer.max_epochs={epochs}", "--trainer.limit_val_batches=0", "--test_after_fit=false"]  # fmt: skip
+    args = [
+        *fit_args[:1],
+        *fit_args[1:],
+        "--config",
+        str(overlay),
+        *pool.data_args(split),
+        f"--trainer.max_epochs={epochs}",
+        "--trainer.limit_val_batches=0",
+        "--test_after_fit=false",
+    ]
     run_dir = study_dir / "refit"
     if run_dir.exists():
         import shutil
@@ -120,8 +128,11 @@ def refit(study_dir: Path, pool: Pool, fit_args: list[str], config: dict, epochs
         shutil.rmtree(run_dir)  # a refit killed part-way starts again (it is one fit, the folds are kept)
     cli = fit(args, run_dir, {**tags, "cv_fold": "refit"})
     figures, _ = evaluate(cli, None)
-    record = {"epochs": epochs, "n_test": len(pool.test_ids),
-              "metrics": {"test/" + k.split("/", 1)[1]: v for k, v in figures.items()}}  # fmt: skip
+    record = {
+        "epochs": epochs,
+        "n_test": len(pool.test_ids),
+        "metrics": {"test/" + k.split("/", 1)[1]: v for k, v in figures.items()},
+    }
     write_json(done, record)
     return record
 
@@ -138,8 +149,11 @@ def main(argv: list[str]) -> int:
     groups = copy_groups(pool.sha256, pool.phash)
     folds = assign_folds(pool.labels, groups, args.folds, seed, pool.class_names)
     merged = len(groups) - len(np.unique(groups))
-    print(f"litstarter cv: {len(pool.ids)} training images, {args.folds} folds (seed {seed}); {merged} copies kept"
-          f" with their originals; test split ({len(pool.test_ids)}) untouched", file=sys.stderr)  # fmt: skip
+    print(
+        f"litstarter cv: {len(pool.ids)} training images, {args.folds} folds (seed {seed}); {merged} copies kept"
+        f" with their originals; test split ({len(pool.test_ids)}) untouched",
+        file=sys.stderr,
+    )
     study = {"folds": args.folds, "seed": seed, "data": pool.digest(), "config": config}
     claim_study(study_dir, study)
     tags = {"cv_study": str(study_dir)}
@@ -155,8 +169,9 @@ def main(argv: list[str]) -> int:
             print(f"litstarter cv: fold {fold + 1}/{args.folds} in {fold_dir}", file=sys.stderr, flush=True)
             val_ids = [i for i, f in zip(pool.ids, folds, strict=True) if f == fold]
             fold_args = [*fit_args, *pool.data_args(split), "--test_after_fit=false"]
-            record = run_fold(fold_args, fold_dir, fold + 1, val_ids, pool.id_column,
-                              {**tags, "cv_fold": str(fold + 1)})  # fmt: skip
+            record = run_fold(
+                fold_args, fold_dir, fold + 1, val_ids, pool.id_column, {**tags, "cv_fold": str(fold + 1)}
+            )
         records.append(record)
     predictions = {}
     for record in records:
@@ -168,7 +183,9 @@ def main(argv: list[str]) -> int:
     print(table(records, result["summary"], oof_accuracy))
     if refit_record is not None:
         shown = ", ".join(f"{k} {v:.4f}" for k, v in refit_record["metrics"].items() if k.count("/") == 1)
-        print(f"refit: {refit_record['epochs']} epochs on all {len(pool.ids)} training images; test split"
-              f" ({refit_record['n_test']}): {shown}")  # fmt: skip
+        print(
+            f"refit: {refit_record['epochs']} epochs on all {len(pool.ids)} training images; test split"
+            f" ({refit_record['n_test']}): {shown}"
+        )
     print(f"Study folder: {study_dir} ({METRICS_FILE}, {OOF_FILE}, fold_<i>/config.yaml)")
     return 0

@@ -119,8 +119,9 @@ def task_probabilities(model, logits: np.ndarray) -> np.ndarray:
     return answers_class(model.task_name)(model.class_names).probabilities(logits)
 
 
-def run_fold(fit_args: list[str], fold_dir: Path, fold: int, val_ids: list[str], id_column: str,
-             tags: dict[str, str]) -> dict:  # fmt: skip
+def run_fold(
+    fit_args: list[str], fold_dir: Path, fold: int, val_ids: list[str], id_column: str, tags: dict[str, str]
+) -> dict:
     """Fit fold ``fold`` (continuing a stopped one), evaluate its best checkpoint, write its predictions and its
     marker; return its record."""
     cli = fit([*fit_args, *resume_args(fold_dir)], fold_dir, tags)

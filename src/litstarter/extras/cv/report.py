@@ -78,8 +78,10 @@ def table(records: list[dict], summary: dict, oof_accuracy: float) -> str:
     """One row per fold and a mean ± std row, over the scalar figures (per-class ones are in the JSON)."""
     shown = [name for name in summary if name.count("/") == 1][:6]
     head = ["fold", "n_val", "best_ep", *shown]
-    rows = [[str(r["fold"]), str(r["n_val"]), str(r["best_epochs"]), *(f"{r['metrics'][n]:.4f}" for n in shown)]
-            for r in records]  # fmt: skip
+    rows = [
+        [str(r["fold"]), str(r["n_val"]), str(r["best_epochs"]), *(f"{r['metrics'][n]:.4f}" for n in shown)]
+        for r in records
+    ]
     rows.append(["mean±std", "", "", *(f"{summary[n]['mean']:.4f}±{summary[n]['std']:.4f}" for n in shown)])
     widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in [head, *rows]]

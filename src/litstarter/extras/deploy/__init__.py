@@ -9,6 +9,10 @@ COMMANDS = {
 }
 NEEDS = {"export": ("onnx", "onnxscript", "onnxruntime")}
 PARTS = (
-    "tests/extras/deploy", "docs/deploy.md", "benchmarks/deploy_inference.py", "notebooks/02_export.ipynb",
-    "examples/preprocess_reference.py", "examples/node_client",
-)  # fmt: skip
+    "tests/extras/deploy",
+    "docs/deploy.md",
+    "benchmarks/deploy_inference.py",
+    "notebooks/02_export.ipynb",
+    "examples/preprocess_reference.py",
+    "examples/node_client",
+)

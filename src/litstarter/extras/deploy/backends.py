@@ -250,8 +250,10 @@ def _open_onnx(
     path: Path, contract: ModelContract | None, num_threads: int | None, trust_model: bool, spin: bool = True
 ) -> Backend:
     if importlib.util.find_spec("onnxruntime") is None:
-        raise UsageError(f"{path.name}: running an ONNX model needs onnxruntime, which the [deploy] extra installs:"
-                         " pip install -e '.[deploy]'")  # fmt: skip
+        raise UsageError(
+            f"{path.name}: running an ONNX model needs onnxruntime, which the [deploy] extra installs:"
+            " pip install -e '.[deploy]'"
+        )
     import onnxruntime as ort
 
     options = ort.SessionOptions()

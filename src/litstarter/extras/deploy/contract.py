@@ -278,8 +278,9 @@ def _check_sizes(preprocessing: Mapping) -> None:
     for key, same in (("resize", "resize_size"), ("crop", "image_size")):
         section = preprocessing.get(key)
         if isinstance(section, Mapping) and "size" in section and list(section["size"]) != list(preprocessing[same]):
-            raise ValueError(f"preprocessing.{key}.size is {section['size']} but preprocessing.{same} is"
-                             f" {preprocessing[same]}")  # fmt: skip
+            raise ValueError(
+                f"preprocessing.{key}.size is {section['size']} but preprocessing.{same} is {preprocessing[same]}"
+            )
 
 
 def _interpolation(preprocessing: Mapping) -> str:

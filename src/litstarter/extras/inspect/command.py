@@ -165,8 +165,12 @@ def validation_baseline(cache, num_classes: int) -> dict | None:
     found = fit_linear_baseline(train, val, num_classes)
     if found is None:
         return None
-    return {"val_acc": found.acc, "val_f1_macro": found.f1_macro, "train_images": found.train_images,
-            "seconds": round(found.seconds, 2)}  # fmt: skip
+    return {
+        "val_acc": found.acc,
+        "val_f1_macro": found.f1_macro,
+        "train_images": found.train_images,
+        "seconds": round(found.seconds, 2),
+    }
 
 
 def render(report: dict) -> str:
@@ -188,10 +192,13 @@ def render(report: dict) -> str:
         lines += render_label_sets(report["label_sets"])
     sizes = report["sizes"]
     if sizes.get("smallest"):
-        lines.append("sizes (w x h): " + ", ".join(
-            f"{name} {sizes[name]['width']}x{sizes[name]['height']} ({shown(sizes[name]['path'])})"
-            for name in ("smallest", "median", "largest")
-        ))  # fmt: skip
+        lines.append(
+            "sizes (w x h): "
+            + ", ".join(
+                f"{name} {sizes[name]['width']}x{sizes[name]['height']} ({shown(sizes[name]['path'])})"
+                for name in ("smallest", "median", "largest")
+            )
+        )
     if report["listing_notes"]:
         lines.append(f"left out of the listing: {report['listing_notes']}")
     lines.append("modes: " + ", ".join(f"{mode} {n}" for mode, n in report["modes"].items()))

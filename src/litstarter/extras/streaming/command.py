@@ -154,6 +154,8 @@ def main(argv: list[str]) -> int:
         print(f"litstarter optimize: --overwrite replaces what {output} held: {removes}")
     write_shards(splits, shards_manifest(datamodule, splits, params, digest), output, options["num_workers"])
     total = sum(len(split.ids) for split in splits.values())
-    print(f"litstarter optimize: wrote {total} images ({', '.join(f'{k} {len(v.ids)}' for k, v in splits.items())})"
-          f" to {output} in {time.perf_counter() - started:.1f} s")  # fmt: skip
+    print(
+        f"litstarter optimize: wrote {total} images ({', '.join(f'{k} {len(v.ids)}' for k, v in splits.items())})"
+        f" to {output} in {time.perf_counter() - started:.1f} s"
+    )
     return 0

@@ -59,8 +59,9 @@ def check_unchanged(split: Split) -> None:
             stat = None
         if stat is None or (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino) != tuple(recorded):
             what = "was removed" if stat is None else "changed"
-            raise BadInputError(f"{path} {what} while litstarter optimize --encoded stored it; nothing was written;"
-                                " run it again")  # fmt: skip
+            raise BadInputError(
+                f"{path} {what} while litstarter optimize --encoded stored it; nothing was written; run it again"
+            )
 
 
 def is_empty(output: str) -> bool:

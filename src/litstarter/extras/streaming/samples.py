@@ -123,8 +123,10 @@ def read_splits(datamodule: ArrayDataModule, encoded: bool = False) -> dict[str,
 def check_encodable(datamodule) -> None:
     """Refuse ``--encoded`` in one line for data without files (the digits, other arrays)."""
     if not isinstance(datamodule, ImageFolderDataModule):
-        raise UsageError(f"litstarter optimize --encoded stores image files, so it needs an image folder (or labels"
-                         f" CSV) data module; data.class_path is {type(datamodule).__name__}")  # fmt: skip
+        raise UsageError(
+            f"litstarter optimize --encoded stores image files, so it needs an image folder (or labels"
+            f" CSV) data module; data.class_path is {type(datamodule).__name__}"
+        )
 
 
 def source_params(datamodule: ArrayDataModule, storage: str = "uint8") -> dict:
