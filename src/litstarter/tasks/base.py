@@ -14,6 +14,7 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning.pytorch.utilities import rank_zero_info
+from torchmetrics import MeanMetric, MetricCollection
 
 from litstarter import optim
 from litstarter._engine.batch_plan import ScaleMode, batch_plan, scale_lr
@@ -125,6 +126,8 @@ class ImageTask(L.LightningModule):
             raise UsageError(f"model.weights: {err}") from None
         self.net.set_memory_options(gradient_checkpointing=gradient_checkpointing, channels_last=channels_last)
         self.init_report: TransferReport | None = None  # what init_from loaded, once a fit has started
+        self.train_loss, self.val_loss = MeanMetric(), MeanMetric()  # every task's: means over an epoch's images
+        self.train_metrics: MetricCollection | None = None  # a task's train metrics, logged at each epoch's end
 
     @classmethod
     def unsaved_arguments(cls) -> tuple[str, ...]:
@@ -162,6 +165,19 @@ class ImageTask(L.LightningModule):
         if self.hparams.get("channels_last"):
             x = x.contiguous(memory_format=torch.channels_last)  # uint8: the cheapest moment to reorder
         return self.net(x)
+
+    def log_train_loss(self, loss: torch.Tensor) -> None:
+        """Per step this rank's value, unsynchronised; per epoch a torchmetrics mean, reduced once at its end."""
+        self.log("train/loss_step", loss, on_step=True, on_epoch=False, prog_bar=True)
+        self.train_loss.update(loss.detach())
+
+    def on_train_epoch_end(self) -> None:
+        """Log and reset the epoch's train loss and metrics (synchronised across processes by torchmetrics)."""
+        if self.train_metrics is not None:
+            self.log_dict(self.train_metrics.compute())
+            self.train_metrics.reset()
+        self.log("train/loss_epoch", self.train_loss.compute())
+        self.train_loss.reset()
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         """Log the gradient norm before clipping (AMP has unscaled it): rising spikes come before a loss that goes

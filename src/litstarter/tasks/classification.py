@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-from torchmetrics import MeanMetric
 
 from litstarter._engine.batch_mix import BatchMix
 from litstarter._engine.errors import UsageError
@@ -58,7 +57,6 @@ class ImageClassifier(ImageTask):
         self.train_metrics = classification_metrics(num_classes, "train")
         self.val_metrics = classification_metrics(num_classes, "val")
         self.test_metrics = classification_metrics(num_classes, "test")
-        self.train_loss, self.val_loss = MeanMetric(), MeanMetric()
         self.confusion_matrices: dict[str, torch.Tensor] = {}  # the last (K, K) per stage, for PlotConfusionMatrix
 
     @classmethod
@@ -86,17 +84,8 @@ class ImageClassifier(ImageTask):
         loss, logits = self._shared_step((images, targets))
         labels = targets if targets.ndim == 1 else targets.argmax(dim=-1)  # mixed: the dominant label
         self.train_metrics.update(logits.detach().argmax(dim=-1), labels)
-        # Per step this rank's value, unsynchronised; per epoch a torchmetrics mean, reduced once at its end.
-        self.log("train/loss_step", loss, on_step=True, on_epoch=False, prog_bar=True)
-        self.train_loss.update(loss.detach())
+        self.log_train_loss(loss)
         return loss
-
-    def on_train_epoch_end(self) -> None:
-        """Log and reset the epoch's train metrics (synchronised across processes by torchmetrics)."""
-        self.log_dict(self.train_metrics.compute())
-        self.log("train/loss_epoch", self.train_loss.compute())
-        self.train_metrics.reset()
-        self.train_loss.reset()
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         """Accumulate val loss and metrics; logged once per epoch (reduced across processes once, at its end)."""

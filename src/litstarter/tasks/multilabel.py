@@ -20,7 +20,7 @@ from typing import Literal
 import torch
 from lightning.pytorch.utilities import rank_zero_info
 from torch import nn
-from torchmetrics import CatMetric, MeanMetric, MetricCollection
+from torchmetrics import CatMetric, MetricCollection
 from torchmetrics.classification import MultilabelF1Score
 from torchmetrics.functional.classification import (
     multilabel_auroc,
@@ -73,7 +73,6 @@ class MultilabelClassifier(ImageTask):
         start = _as_thresholds(thresholds, k) if thresholds is not None else torch.full((k,), 0.5)
         self.register_buffer("label_thresholds", start)  # tuned at each validation, saved in checkpoints
         self.train_metrics = MetricCollection({"f1_macro": MultilabelF1Score(k, average="macro")}, prefix="train/")
-        self.train_loss, self.val_loss = MeanMetric(), MeanMetric()
         self.val_probs, self.val_targets = CatMetric(), CatMetric()  # the whole stage's probabilities
         self.test_probs, self.test_targets = CatMetric(), CatMetric()
 
@@ -104,16 +103,8 @@ class MultilabelClassifier(ImageTask):
         smoothing = self.hparams.get("label_smoothing", 0.0)
         loss = self.criterion(logits, targets * (1 - smoothing) + 0.5 * smoothing)
         self.train_metrics.update((logits.detach().sigmoid() >= 0.5).int(), targets.int())
-        self.log("train/loss_step", loss, on_step=True, on_epoch=False, prog_bar=True)
-        self.train_loss.update(loss.detach())
+        self.log_train_loss(loss)
         return loss
-
-    def on_train_epoch_end(self) -> None:
-        """Log and reset the epoch's train metrics (synchronised across processes by torchmetrics)."""
-        self.log_dict(self.train_metrics.compute())
-        self.log("train/loss_epoch", self.train_loss.compute())
-        self.train_metrics.reset()
-        self.train_loss.reset()
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         """Keep the batch's probabilities and targets for the epoch's metrics and thresholds."""
