@@ -4,7 +4,9 @@
 facts, linked into the model: ``num_classes`` (>= 2), ``class_names`` (in label order), ``channels`` (1 or 3) and
 ``image_size`` (``(height, width)``). Its batches are ``(images (B, C, H, W) in 0..255, uint8 is best; labels (B,)
 int64)``. Used when present: ``normalization()`` (per-channel ``(mean, std)``, 0..1 scale), ``resize_size`` (the
-size stored before the eval centre crop), ``class_counts()`` (for ``class_weights: auto``) and ``test_split``.
+size stored before the eval centre crop), ``class_counts()`` (for ``class_weights: auto``), ``test_split`` and
+``target_kind`` (what the targets are, checked by the task: ``class``, the default, or ``label_set`` for ``(B, K)``
+multi-hot targets).
 
 **Per-sample seeds.** :class:`ArrayDataModule` wraps whatever ``train_sampler()`` returns, stock or your own, in
 :class:`~litstarter.data.samplers.SeedEachItem`: each training item reaches the dataset as ``(index, seed)``, its
