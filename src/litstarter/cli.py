@@ -56,6 +56,18 @@ def fill_in_backbone_resize(config) -> None:
         log.info("data: %s from %s's pretrained config (the resize it expects)", given, model.get("backbone"))
 
 
+#: What every command that reads a fit's config builds it from (``fit`` and the extras' parse-only CLIs alike): the
+#: task by class path (configs/default.yaml names one, configs/task/ the others), any data module that provides the
+#: facts linked below (see litstarter.data.base), and the task's own optimiser (see model.optimizer).
+FIT_CLASSES = {
+    "model_class": ImageTask,
+    "datamodule_class": L.LightningDataModule,
+    "subclass_mode_model": True,
+    "subclass_mode_data": True,
+    "auto_configure_optimizers": False,
+}
+
+
 class LitStarterCLI(RunCLI):
     """The CLI: links ``data`` -> ``model`` and adds ``--test_after_fit``."""
 
@@ -139,14 +151,10 @@ def main(
         run_dir: The run's folder for every logger (a sweep's trials); None: the loggers decide.
     """
     return LitStarterCLI(
-        ImageTask,  # the task, by class path: configs/default.yaml names one, configs/task/ the others
-        L.LightningDataModule,  # any data module that provides the facts above (see litstarter.data.base)
+        **FIT_CLASSES,
         run_dir=run_dir,
-        subclass_mode_model=True,
-        subclass_mode_data=True,
         save_config_callback=SaveConfigAndLogIt,
         save_config_kwargs={"overwrite": True},
         trainer_defaults={"callbacks": callbacks} if callbacks else None,
-        auto_configure_optimizers=False,  # the task owns its optimiser; see model.optimizer
         args=args,
     )

@@ -10,14 +10,12 @@ import inspect
 import logging
 import warnings
 
-import lightning as L
 from jsonargparse import Namespace
 
 from litstarter._engine.errors import UsageError
 from litstarter._engine.images.folder import CachedImageFolder
-from litstarter.cli import LitStarterCLI
+from litstarter.cli import FIT_CLASSES, LitStarterCLI
 from litstarter.data import ImageFolderDataModule
-from litstarter.tasks.base import ImageTask
 from litstarter.tasks.classification import ImageClassifier
 
 #: What ``inspect --data.root <folder>`` reads without a ``--config``: an image folder, under the default task.
@@ -58,15 +56,7 @@ def parse_fit_config(args: list[str]) -> Namespace:
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="LightningCLI's args parameter")  # we pass args on purpose
-            cli = ParseOnly(
-                ImageTask,
-                L.LightningDataModule,
-                subclass_mode_model=True,
-                subclass_mode_data=True,
-                run=False,
-                args=with_defaults(args),
-                auto_configure_optimizers=False,
-            )
+            cli = ParseOnly(**FIT_CLASSES, run=False, args=with_defaults(args))
     finally:
         seed_log.level = level
     return cli.config

@@ -65,21 +65,15 @@ def parse_args(argv: list[str]):
 def sweep(fit_args: list[str], root_dir: str, min_lr: float, max_lr: float, num_training: int):
     """Build the fit's model, data and trainer (LightningCLI ``run=False``), then run ``Tuner.lr_find`` with the
     trainer's files under ``root_dir``."""
-    import lightning as L
     from lightning.pytorch.tuner import Tuner
 
-    from litstarter.cli import LitStarterCLI
-    from litstarter.tasks.base import ImageTask
+    from litstarter.cli import FIT_CLASSES, LitStarterCLI
 
     try:
         cli = LitStarterCLI(
-            ImageTask,
-            L.LightningDataModule,
-            subclass_mode_model=True,
-            subclass_mode_data=True,
+            **FIT_CLASSES,
             run=False,
             save_config_callback=None,
-            auto_configure_optimizers=False,
             args=[*fit_args, f"--trainer.default_root_dir={root_dir}", "--trainer.logger=false"],
         )
     except UsageError as err:  # the fit's parser names only the fit's help, where lr-find's own options are not

@@ -23,7 +23,7 @@ from jsonargparse import ArgumentParser
 from litstarter._engine.errors import UsageError
 from litstarter._engine.images.shards import SHARDS_VERSION, manifest_problem, read_manifest
 from litstarter._engine.run.logs import show_litstarter_logs
-from litstarter.cli import LitStarterCLI, fill_in_backbone_resize, interpolation_of, resize_size_of
+from litstarter.cli import FIT_CLASSES, LitStarterCLI, fill_in_backbone_resize, interpolation_of, resize_size_of
 from litstarter.extras.streaming.convert import is_empty, write_shards
 from litstarter.extras.streaming.output import check_apart, what_overwrite_removes
 from litstarter.extras.streaming.samples import (
@@ -36,7 +36,6 @@ from litstarter.extras.streaming.samples import (
     source_params,
     split_description,
 )
-from litstarter.tasks.base import ImageTask
 
 USAGE = __doc__.split("\n\n")[1]
 OWN_OPTIONS = ("--output", "--overwrite", "--num_workers", "--encoded")
@@ -55,15 +54,7 @@ class ParseOnly(LitStarterCLI):
 
 def fit_data_module(args: list[str]) -> L.LightningDataModule:
     """The data module ``litstarter fit <args>`` would train on, built (not prepared), with no loader workers."""
-    cli = ParseOnly(
-        ImageTask,
-        L.LightningDataModule,
-        subclass_mode_model=True,
-        subclass_mode_data=True,
-        run=False,
-        args=args,
-        auto_configure_optimizers=False,
-    )
+    cli = ParseOnly(**FIT_CLASSES, run=False, args=args)
     data = cli.config.data.as_dict()
     data["init_args"] = {**data.get("init_args", {}), "num_workers": 0}
     parser = ArgumentParser(exit_on_error=False)
