@@ -242,7 +242,7 @@ def _color_jitter_(x: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
     # Rows first, then their sums: a reduction of a whole image to one number (a lone grey image's mean) may be
     # split across threads, and its rounding would then depend on the batch the image arrives in.
     channel_means = x.sum(dim=-1).sum(dim=-1) / (x.shape[-2] * x.shape[-1])  # (B, C)
-    mean = channel_means if channels == 1 else channel_means @ torch.tensor(_LUMA)[:, None]  # (B, 1)
+    mean = channel_means if channels == 1 else _luma(channel_means[..., None, None])[..., 0, 0]  # (B, 1)
     x.mul_(contrast).add_((1 - contrast) * mean.view(n, 1, 1, 1)).clamp_(0, 255)
     if channels == 3 and factors.shape[1] == 3:
         saturation = per_sample[:, 2]
@@ -258,6 +258,12 @@ def _to_uint8(x: torch.Tensor) -> torch.Tensor:
 
 
 def _grayscale(x: torch.Tensor) -> torch.Tensor:
-    """``(B, 3, H, W)`` float -> ``(B, 1, H, W)`` luma, as one small matmul."""
-    n, _, h, w = x.shape
-    return torch.matmul(torch.tensor([_LUMA]), x.reshape(n, 3, h * w)).view(n, 1, h, w)
+    """``(B, 3, H, W)`` float -> ``(B, 1, H, W)`` luma."""
+    return _luma(x)
+
+
+def _luma(x: torch.Tensor) -> torch.Tensor:
+    """``(B, 3, ...)`` -> ``(B, 1, ...)``: the luma-weighted sum of the channels, element by element. Not a matmul:
+    BLAS picks its kernel by the batch's shape, so a sample's last bits would depend on the batch it arrives in."""
+    r, g, b = _LUMA
+    return (x[:, 0:1] * r).add_(x[:, 1:2] * g).add_(x[:, 2:3] * b)
