@@ -40,9 +40,10 @@ def timed(args: list[str]) -> tuple[float, float]:
 
 
 def best_val_f1(run_dir: Path) -> float:
-    """The best checkpoint's val/f1_macro, from its name (``epoch=NN-val_f1=X``, configs/default.yaml's)."""
+    """The best checkpoint's val/f1_macro, from its name (``epoch=NN-val_select=X``, configs/default.yaml's: macro-F1
+    plus a tie-break under 1e-4)."""
     (ckpt,) = [p for p in (run_dir / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt"]
-    return float(ckpt.stem.split("val_f1=")[1])
+    return float(ckpt.stem.split("val_select=")[1])
 
 
 def main() -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.cli import LightningArgumentParser
 
-from litstarter._engine.baseline import add_baseline_to_metrics
 from litstarter._engine.run.checks import data_fact, num_classes_of
 from litstarter._engine.run.cli import RunCLI
 from litstarter._engine.run.tracking import SaveConfigAndLogIt
@@ -89,8 +88,9 @@ class LitStarterCLI(RunCLI):
             "--baseline",
             type=bool,
             default=True,
-            help="After the test after fit, fit logistic regression on the raw pixels of the same splits and write"
-            " test/baseline_acc beside the network's scores, with a line when the network is not clearly better.",
+            help="After the test after fit, score the task's baselines on the same splits beside the network's"
+            " scores (classification: logistic regression on the raw pixels, test/baseline_acc; regression: the train"
+            " mean and ridge regression, test/baseline_*_mae), with a line when the network is not clearly better.",
         )
         parser.add_argument(
             "--test_after_fit",
@@ -115,18 +115,18 @@ class LitStarterCLI(RunCLI):
         (MLflow gets the run's files)."""
         if self.active_config().get("test_after_fit") and not self.trainer.interrupted:
             self.test_best_checkpoint()
-            if self.active_config().get("baseline") and getattr(self.model, "linear_baseline", False):
+            if self.active_config().get("baseline") and getattr(self.model, "baseline", None) is not None:
                 self.compare_with_baseline()
         super().after_fit()
 
     def compare_with_baseline(self) -> None:
-        """A linear model's scores beside the network's in ``metrics.json`` and the loggers (``_engine.baseline``)."""
+        """The task's baselines beside the network's in ``metrics.json`` and the loggers (``_engine.baseline``)."""
         writer = next((c for c in self.trainer.callbacks if isinstance(c, WriteTestMetrics)), None)
         run_dir = self.trainer.log_dir  # a collective under DDP (rank 0 broadcasts it): every rank must ask
         if writer is not None and run_dir and self.trainer.is_global_zero:
             metrics = Path(run_dir) / writer.filename
             seed, epochs = getattr(self.datamodule, "seed", 0), self.trainer.current_epoch
-            add_baseline_to_metrics(self.datamodule, metrics, seed=seed, epochs=epochs, trainer=self.trainer)
+            self.model.baseline(self.datamodule, metrics, seed=seed, epochs=epochs, trainer=self.trainer)
 
     def test_best_checkpoint(self) -> None:
         """``trainer.test`` on the best checkpoint (the last weights if none was saved)."""

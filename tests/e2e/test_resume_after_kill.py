@@ -90,6 +90,6 @@ def test_last_ckpt_holds_the_newest_epoch_after_the_monitored_metric_stops_impro
     checkpoints = tmp_path / "digits" / "version_0" / "checkpoints"
     names = sorted(p.name for p in checkpoints.iterdir())
     assert len(names) == 2 and names[1] == "last.ckpt", names
-    assert re.fullmatch(r"epoch=00-val_f1=[01]\.\d{4}\.ckpt", names[0]), names  # the best stays at the first epoch
+    assert re.fullmatch(r"epoch=00-val_select=[01]\.\d{4}\.ckpt", names[0]), names  # the best stays at the first epoch
     last = torch.load(checkpoints / "last.ckpt", weights_only=True, map_location="cpu")
     assert last["epoch"] == EPOCHS - 1 and last["global_step"] == EPOCHS * STEPS_PER_EPOCH

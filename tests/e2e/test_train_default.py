@@ -15,7 +15,7 @@ def test_default_training_beats_a_kernel_svm_and_leaves_one_run_dir(tmp_path: Pa
     run = runs[0]
     assert (run / "config.yaml").exists()
     ckpts = sorted(p.name for p in (run / "checkpoints").iterdir())
-    assert "last.ckpt" in ckpts and any(n.startswith("epoch=") and "val_f1=" in n for n in ckpts), ckpts
+    assert "last.ckpt" in ckpts and any(n.startswith("epoch=") and "val_select=" in n for n in ckpts), ckpts
 
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["test/acc"] >= 0.985, metrics  # scikit-learn's SVC gets ~0.989 on a comparable split

@@ -168,3 +168,64 @@ def add_baseline_to_metrics(
     if line:
         log.warning(line)
     return baseline
+
+
+def fit_regression_baselines(
+    train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], seed: int = 0
+) -> dict[str, float] | None:
+    """A mean predictor (the train split's mean of each target) and ridge regression on the raw pixels of
+    ``train``, scored on ``test``: ``{"test/baseline_mean_mae", "test/baseline_ridge_mae", "test/baseline_ridge_r2"}``
+    (MAE and R² averaged over the targets, as the task's). None without train or test images."""
+    from sklearn.linear_model import RidgeCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    chosen, scored = _draw(len(train[1]), MAX_TRAIN, seed), _draw(len(test[1]), MAX_SCORED, seed)
+    if len(chosen) < 2 or len(scored) == 0:
+        return None
+    y = np.asarray(train[1], dtype=np.float64)[chosen].reshape(len(chosen), -1)
+    truth = np.asarray(test[1], dtype=np.float64)[scored].reshape(len(scored), -1)
+    model = make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-2, 4, 13)))
+    model.fit(pixels(train[0][chosen]), y)
+    predicted = model.predict(pixels(test[0][scored])).reshape(truth.shape)
+    total = ((truth - truth.mean(axis=0)) ** 2).sum(axis=0)
+    r2 = 1.0 - ((truth - predicted) ** 2).sum(axis=0) / np.where(total > 0, total, 1.0)
+    return {
+        "test/baseline_mean_mae": float(np.abs(truth - y.mean(axis=0)).mean()),
+        "test/baseline_ridge_mae": float(np.abs(truth - predicted).mean()),
+        "test/baseline_ridge_r2": float(r2.mean()),
+    }
+
+
+def add_regression_baselines(
+    datamodule, metrics_path: Path, seed: int = 0, epochs: int | None = None, trainer=None
+) -> dict[str, float] | None:
+    """:func:`fit_regression_baselines` on an array data module's train split, scored on the split ``test`` used,
+    written beside the network's scores in ``metrics_path`` and to the ``trainer``'s loggers, with a line when
+    the network's test MAE is not below both baselines'. Nothing happens (None) without array splits or metrics."""
+    train = getattr(datamodule, "train_set", None)
+    held = getattr(datamodule, f"{getattr(datamodule, 'test_split', 'test')}_set", None)
+    if not hasattr(train, "images") or not hasattr(held, "images") or not metrics_path.is_file():
+        return None
+    scores = fit_regression_baselines((train.images, train.labels), (held.images, held.labels), seed)
+    if scores is None:
+        return None
+    metrics = json.loads(metrics_path.read_text())
+    metrics.update(scores)
+    write_json(metrics_path, metrics)
+    if trainer is not None:
+        log_to_loggers(trainer.loggers, scores, trainer.global_step)
+    network = float(metrics.get("test/mae", float("nan")))
+    log.info(
+        f"baselines: test MAE {scores['test/baseline_mean_mae']:.4g} predicting the train mean,"
+        f" {scores['test/baseline_ridge_mae']:.4g} by ridge regression on raw pixels; the network's"
+        f" {network:.4g}; written to {metrics_path.name}"
+    )
+    best = min(scores["test/baseline_mean_mae"], scores["test/baseline_ridge_mae"])
+    if not network < best:
+        log.warning(
+            f"the network's test MAE {network:.4g} is not below the best baseline's {best:.4g}: train longer"
+            " (trainer.max_epochs), start from pretrained weights (model.weights), or check that the images show"
+            " what the target measures (--baseline false skips this check)"
+        )
+    return scores

@@ -3,11 +3,19 @@
 from litstarter.data.augmentation import FastAugmentation
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
+from litstarter.data.digit_counts import DigitCountsDataModule
 from litstarter.data.digits import DigitsDataModule
 from litstarter.data.image_folder import ImageFolderDataModule
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler, SeedEachItem
 from litstarter.data.streaming import StreamingDataModule  # extra: streaming
 
-__all__ = ["ArrayDataModule", "ArrayImageDataset", "DigitsDataModule", "FastAugmentation", "ImageFolderDataModule"]
+__all__ = [
+    "ArrayDataModule",
+    "ArrayImageDataset",
+    "DigitCountsDataModule",
+    "DigitsDataModule",
+    "FastAugmentation",
+    "ImageFolderDataModule",
+]
 __all__ += ["BalancedBatchSampler", "ClassWeightedSampler", "EpochShuffleSampler", "SeedEachItem"]
 __all__ += ["StreamingDataModule"]  # extra: streaming

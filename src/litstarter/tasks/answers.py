@@ -20,51 +20,90 @@ import numpy as np
 
 
 class TaskAnswers:
-    """The answers of a task whose network returns one score per class, ``(B, K)`` (its logits).
+    """The answers of a task whose network returns one row of numbers per image, ``(B, K)`` (its logits).
 
     Args:
-        class_names: The output names, in order.
-        thresholds: A per-class decision threshold, for tasks that have them (``None`` otherwise).
+        class_names: The output names, in order (classes, labels, or a regression's targets).
+        state: What the task's answers need beyond the names, as plain numbers (multi-label: ``thresholds``;
+            regression: ``target_mean`` and ``target_std``): saved in checkpoints (``checkpoint["answers"]``) and
+            written to ``model.json`` under the same keys (:attr:`state_keys`).
     """
 
     #: The task's name (the one its LightningModule saves in checkpoints, and ``model.json``'s ``task``).
     name: ClassVar[str] = ""
     #: ``model.json``'s ``output.kind``: how to read the graph's output.
     output_kind: ClassVar[str] = "logits"
+    #: The name of :meth:`outputs`' tensor in the Open Inference Protocol (``serve``'s v2 route).
+    output_name: ClassVar[str] = "probabilities"
+    #: Whether the outputs rank classes (Triton's classification extension applies to them).
+    ranks_classes: ClassVar[bool] = True
+    #: The keys of :attr:`state` (``model.json`` holds them at its top level).
+    state_keys: ClassVar[tuple[str, ...]] = ()
+    #: The fewest outputs the task takes.
+    min_outputs: ClassVar[int] = 2
     #: The export report's name for :meth:`agreement` (an exported fp32 artifact must agree on every image).
     agreement_name: ClassVar[str] = "agreement"
     #: The export report's name for :meth:`score` (INT8 is accepted on its drop against eager).
     score_name: ClassVar[str] = "score"
 
-    def __init__(self, class_names: Sequence[str], thresholds: Sequence[float] | None = None) -> None:
+    def __init__(self, class_names: Sequence[str], state: Mapping | None = None) -> None:
         self.class_names = list(class_names)
-        self.thresholds = None if thresholds is None else [float(t) for t in thresholds]
+        self.state = {key: value for key, value in (state or {}).items() if key in self.state_keys}
 
     def problem(self) -> str | None:
         """Why these answers cannot be given (a phrase for the contract's error), or ``None``."""
+        if len(self.class_names) < self.min_outputs:
+            return f"class_names needs at least {self.min_outputs} names for task {self.name}, got {self.class_names}"
+        missing = [key for key in self.state_keys if key not in self.state]
+        if missing:
+            return f"task {self.name} needs {', '.join(missing)} (one value per class name)"
+        wrong = [key for key in self.state_keys if len(self.state[key]) != len(self.class_names)]
+        if wrong:
+            return f"{', '.join(wrong)} need one value per class name for task {self.name}, got {self.state}"
         return None
 
     @classmethod
-    def thresholds_from(cls, hparams: Mapping, num_classes: int) -> list[float] | None:
-        """The thresholds a checkpoint's ``hparams`` carry for this task (``None``: the task has none)."""
-        return None
+    def state_from(cls, hparams: Mapping, num_classes: int) -> dict:
+        """The state a checkpoint carries for these answers, put in ``hparams["answers"]`` by the checkpoint reader."""
+        return dict(hparams.get("answers") or {})
+
+    @classmethod
+    def state_of(cls, data: Mapping) -> dict:
+        """The state written in a ``model.json`` (its :attr:`state_keys`, as floats)."""
+        return {key: [float(v) for v in data[key]] for key in cls.state_keys if data.get(key) is not None}
 
     def contract_fields(self) -> dict:
-        """What the task adds to ``model.json`` (nothing: a contract without ``task`` is single-label)."""
-        return {}
+        """What the task adds to ``model.json``: ``task`` and its state (nothing: a contract without ``task`` is
+        single-label)."""
+        return {"task": self.name, **self.state}
 
-    def probabilities(self, logits: np.ndarray) -> np.ndarray:
-        """``(B, K)`` logits -> ``(B, K)`` float64 probabilities."""
+    def outputs(self, logits: np.ndarray) -> np.ndarray:
+        """``(B, K)`` logits -> the task's ``(B, K)`` float64 answers (probabilities, values)."""
         raise NotImplementedError
 
     def answer(self, p: np.ndarray, k: int) -> tuple[list[tuple[str, float]], list[str] | None]:
-        """One image's ``(name, probability)`` pairs from its ``(K,)`` probabilities (``k``: how many to keep),
-        and the names predicted, where the task predicts a set (``None`` otherwise)."""
+        """One image's ``(name, output)`` pairs from its ``(K,)`` outputs (``k``: how many to keep), and the names
+        predicted, where the task predicts a set (``None`` otherwise)."""
         raise NotImplementedError
 
     def json_answer(self, p: np.ndarray, k: int) -> dict:
-        """``serve``'s ``/predict`` answer for one image's ``(K,)`` probabilities."""
+        """``serve``'s ``/predict`` answer for one image's ``(K,)`` outputs."""
         raise NotImplementedError
+
+    def csv_columns(self, k: int) -> list[str]:
+        """``infer``'s CSV columns between ``file`` and ``error``: ``pred, prob``, then the top ``k``."""
+        columns = ["pred", "prob"]
+        for i in range(1, k + 1):
+            columns += [f"top{i}", f"top{i}_prob"]
+        return columns
+
+    def csv_cells(self, p: np.ndarray, k: int) -> list[str]:
+        """One image's cells under :meth:`csv_columns` (the best class, then the top ``k``)."""
+        pairs, _ = self.answer(p, k)
+        cells = [pairs[0][0], f"{pairs[0][1]:.6f}"]
+        for name, value in pairs:
+            cells += [name, f"{value:.6f}"]
+        return cells
 
     def agreement(self, outputs: np.ndarray, reference: np.ndarray) -> float:
         """The share of images whose answer from ``outputs`` logits is the one from ``reference`` logits."""
@@ -73,10 +112,6 @@ class TaskAnswers:
     def score(self, logits: np.ndarray, targets: np.ndarray) -> float:
         """The task's headline figure of ``logits`` against the data's ``targets`` (higher is better)."""
         raise NotImplementedError
-
-    def csv_label_names(self) -> list[str] | None:
-        """``infer``'s CSV gets a probability column per name here (``None``: top-k columns instead)."""
-        return None
 
 
 @functools.cache  # the package's files do not change while it runs; serve asks once a request

@@ -79,6 +79,9 @@ class ImageTask(L.LightningModule):
     target_kind: ClassVar[str] = ""
     #: Where to find the config that selects this task (named when the data's targets are another task's).
     task_config: ClassVar[str] = ""
+    #: After the test after fit, ``baseline(datamodule, metrics_path, seed=, epochs=, trainer=)`` scores simple
+    #: models on the same split beside the network (``litstarter._engine.baseline``); None: no baseline.
+    baseline: ClassVar = None
     #: Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).
     flops_per_batch: int | None = None
 
@@ -215,9 +218,15 @@ class ImageTask(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Save weights under their uncompiled names, so a compiled run's checkpoint loads anywhere; record the
-        task's name, which export looks the task's answers up by."""
+        task's name, which export looks the task's answers up by, and their state."""
         checkpoint["state_dict"] = uncompiled_keys(checkpoint["state_dict"])
         checkpoint["task"] = self.task_name
+        checkpoint["answers"] = self.answers_state()
+
+    def answers_state(self) -> dict:
+        """What the task's answers need beyond the names (``litstarter.tasks.answers``), as plain lists: saved in
+        checkpoints, read by export into ``model.json``. Nothing, unless a task says otherwise."""
+        return {}
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Match the checkpoint's keys to this model, compiled or not, whichever way the checkpoint was saved."""

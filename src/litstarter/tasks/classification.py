@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from litstarter._engine.baseline import add_baseline_to_metrics
 from litstarter._engine.batch_mix import BatchMix
 from litstarter._engine.errors import UsageError
 from litstarter._engine.tta import TTAView, check_tta, tta_logits
@@ -33,7 +34,7 @@ class ImageClassifier(ImageTask):
     target_kind = "class"
     task_config = "configs/default.yaml"  # it names this task
     #: After the test after fit, a logistic regression on the raw pixels scores the same splits (metrics.json).
-    linear_baseline = True
+    baseline = staticmethod(add_baseline_to_metrics)
 
     def __init__(
         self,

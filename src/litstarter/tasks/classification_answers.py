@@ -23,8 +23,12 @@ class ClassificationAnswers(TaskAnswers):
         """Accuracy against ``(N,)`` class indices."""
         return float((logits.argmax(1) == targets[: len(logits)]).mean())
 
-    def probabilities(self, logits: np.ndarray) -> np.ndarray:
-        """Row-wise softmax, float64."""
+    def contract_fields(self) -> dict:
+        """Nothing: a contract without ``task`` is single-label."""
+        return {}
+
+    def outputs(self, logits: np.ndarray) -> np.ndarray:
+        """Probabilities: the row-wise softmax, float64."""
         return softmax(logits)
 
     def answer(self, p: np.ndarray, k: int) -> tuple[list[tuple[str, float]], None]:

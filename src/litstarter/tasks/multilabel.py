@@ -96,6 +96,10 @@ class MultilabelClassifier(ImageTask):
         tuned = self.label_thresholds
         return tuned if given is None else _as_thresholds(given, len(tuned)).to(tuned.device)
 
+    def answers_state(self) -> dict:
+        """The thresholds in the checkpoint's buffer (tuned on validation, or those the fit was given)."""
+        return {"thresholds": [float(t) for t in self.label_thresholds.tolist()]}
+
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         """Binary cross-entropy on one batch (targets smoothed towards 0.5 by ``label_smoothing``)."""
         images, targets = batch

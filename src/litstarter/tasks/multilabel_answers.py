@@ -14,13 +14,14 @@ class MultilabelAnswers(TaskAnswers):
 
     name = "multilabel"
     output_kind = "logits; apply a sigmoid per label for probabilities, predict those >= thresholds"
+    state_keys = ("thresholds",)
     agreement_name = "label_set_agreement"
     score_name = "map_macro"
 
     def agreement(self, outputs: np.ndarray, reference: np.ndarray) -> float:
         """The share of images whose predicted label set (at the thresholds) is the same."""
         thresholds = np.asarray(self.thresholds)
-        same = (self.probabilities(outputs) >= thresholds) == (self.probabilities(reference) >= thresholds)
+        same = (self.outputs(outputs) >= thresholds) == (self.outputs(reference) >= thresholds)
         return float(same.all(axis=1).mean())
 
     def score(self, logits: np.ndarray, targets: np.ndarray) -> float:
@@ -32,27 +33,22 @@ class MultilabelAnswers(TaskAnswers):
         present = targets.any(axis=0)
         if not present.any():
             return 0.0
-        probabilities = self.probabilities(logits)[:, present]
+        probabilities = self.outputs(logits)[:, present]
         return float(average_precision_score(targets[:, present], probabilities, average="macro"))
 
-    def problem(self) -> str | None:
-        """Thresholds are needed, one per label."""
-        if self.thresholds is None or len(self.thresholds) != len(self.class_names):
-            return f"thresholds need one value per class name for task multilabel, got {self.thresholds}"
-        return None
+    @property
+    def thresholds(self) -> list[float]:
+        """The threshold per label, in label order."""
+        return self.state["thresholds"]
 
     @classmethod
-    def thresholds_from(cls, hparams: Mapping, num_classes: int) -> list[float]:
-        """Those the checkpoint stores (``label_thresholds``: tuned on validation, or the ``model.thresholds`` its
-        fit was given), put in ``hparams`` by the checkpoint reader; 0.5 each where it has none."""
-        return [float(t) for t in hparams.get("label_thresholds") or [0.5] * num_classes]
+    def state_from(cls, hparams: Mapping, num_classes: int) -> dict:
+        """The thresholds the checkpoint stores (``label_thresholds``: tuned on validation, or the
+        ``model.thresholds`` its fit was given); 0.5 each where it has none."""
+        return {"thresholds": list((hparams.get("answers") or {}).get("thresholds") or [0.5] * num_classes)}
 
-    def contract_fields(self) -> dict:
-        """``task`` and ``thresholds``."""
-        return {"task": self.name, "thresholds": list(self.thresholds)}
-
-    def probabilities(self, logits: np.ndarray) -> np.ndarray:
-        """Element-wise sigmoid, float64."""
+    def outputs(self, logits: np.ndarray) -> np.ndarray:
+        """Probabilities: the element-wise sigmoid, float64."""
         return sigmoid(logits)
 
     def answer(self, p: np.ndarray, k: int) -> tuple[list[tuple[str, float]], list[str]]:
@@ -65,9 +61,14 @@ class MultilabelAnswers(TaskAnswers):
         pairs, labels = self.answer(p, k)
         return {"labels": labels, "probabilities": dict(pairs)}
 
-    def csv_label_names(self) -> list[str]:
-        """A ``prob_<label>`` column for every label."""
-        return list(self.class_names)
+    def csv_columns(self, k: int) -> list[str]:
+        """``labels`` (``;``-joined), then ``prob_<label>`` for every label."""
+        return ["labels", *(f"prob_{n}" for n in self.class_names)]
+
+    def csv_cells(self, p: np.ndarray, k: int) -> list[str]:
+        """The predicted labels, then every label's probability."""
+        pairs, labels = self.answer(p, k)
+        return [";".join(labels), *(f"{value:.6f}" for _, value in pairs)]
 
 
 ANSWERS = MultilabelAnswers

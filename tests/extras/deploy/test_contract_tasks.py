@@ -22,7 +22,7 @@ def test_a_contract_without_a_task_is_single_label_and_writes_no_task() -> None:
 
 
 def test_a_multilabel_contract_round_trips_its_thresholds() -> None:
-    multi = contract(task="multilabel", thresholds=[0.3, 0.5, 0.7])
+    multi = contract(task="multilabel", task_state={"thresholds": [0.3, 0.5, 0.7]})
     data = multi.to_dict()
     assert data["task"] == "multilabel" and data["thresholds"] == [0.3, 0.5, 0.7]
     assert "sigmoid" in data["output"]["kind"]
@@ -32,4 +32,4 @@ def test_a_multilabel_contract_round_trips_its_thresholds() -> None:
 @pytest.mark.parametrize("thresholds", [None, [0.5, 0.5]])
 def test_a_multilabel_contract_needs_a_threshold_per_label(thresholds) -> None:
     with pytest.raises(ContractError, match="thresholds"):
-        contract(task="multilabel", thresholds=thresholds)
+        contract(task="multilabel", task_state={} if thresholds is None else {"thresholds": thresholds})

@@ -119,7 +119,7 @@ def _rotated_exif() -> Image.Exif:
 def top_predictions(logits: np.ndarray, names, k: int) -> list[list[dict]]:
     """``/predict``'s ``predictions`` for each row of ``logits``: the single-label task's answers."""
     answers = ModelContract(**{**CONTRACT.__dict__, "class_names": list(names)}).answers()
-    return [answers.json_answer(p, k)["predictions"] for p in answers.probabilities(logits)]
+    return [answers.json_answer(p, k)["predictions"] for p in answers.outputs(logits)]
 
 
 def test_top_predictions_are_infer_order():

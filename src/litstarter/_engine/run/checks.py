@@ -60,17 +60,19 @@ def data_fact(datamodule, name: str):
 
 
 def num_classes_of(datamodule) -> int:
-    """``data.num_classes``, linked into ``model.num_classes``; data with fewer than two classes is the data's error.
+    """``data.num_classes``, linked into ``model.num_classes``; class data (``target_kind`` ``class`` or
+    ``label_set``) with fewer than two classes is the data's error; other targets (values) need one output.
 
     Raises:
         UsageError: Naming the data's folder (or source) and its one class, not a model setting the user never set.
     """
     n = int(data_fact(datamodule, "num_classes"))
-    if n >= 2:
+    kind = getattr(datamodule, "target_kind", "class")
+    if n >= 2 or (n >= 1 and kind not in ("class", "label_set")):
         return n
     source = getattr(datamodule, "root", None) or getattr(datamodule, "labels", None) or type(datamodule).__name__
     names = list(getattr(datamodule, "class_names", None) or [])
-    if getattr(datamodule, "target_kind", None) == "label_set":  # labels from a file's rows, not from folders
+    if kind == "label_set":  # labels from a file's rows, not from folders
         raise UsageError(
             f"'{source}': data.labels names {n} label(s) {names}; a multi-label classifier needs at least 2 (rows"
             " naming them; a row with no label is an image with none)"

@@ -116,7 +116,7 @@ def task_probabilities(model, logits: np.ndarray) -> np.ndarray:
 
     if len(logits) == 0:
         return logits
-    return answers_class(model.task_name)(model.class_names).probabilities(logits)
+    return answers_class(model.task_name)(model.class_names, model.answers_state()).outputs(logits)
 
 
 def run_fold(

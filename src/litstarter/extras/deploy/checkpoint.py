@@ -31,9 +31,7 @@ def classifier_from_checkpoint(path: str | os.PathLike, trust_model: bool = Fals
         )
     hparams = dict(checkpoint["hyper_parameters"])
     hparams["task"] = str(checkpoint.get("task") or "single_label")  # the task's name, saved by the task
-    tuned = checkpoint["state_dict"].get("label_thresholds")  # a multi-label checkpoint's tuned thresholds
-    if tuned is not None:
-        hparams["label_thresholds"] = [float(t) for t in tuned.tolist()]
+    hparams["answers"] = dict(checkpoint.get("answers") or {})  # the task's answers' state (thresholds, ...)
     net = build_classifier(hparams, trust_model=trust_model)
     state = {k.removeprefix("net."): v for k, v in checkpoint["state_dict"].items() if k.startswith("net.")}
     load_state_dict_checked(net, state, source=f"checkpoint {path}")

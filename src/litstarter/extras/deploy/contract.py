@@ -12,7 +12,9 @@ language, needs only an artifact and this JSON to classify an image exactly as t
    inside the graph;
 5. read ``logits`` ``(N, num_classes)``; softmax gives probabilities in ``class_names`` order.
    A multi-label model (``task: multilabel``) has one sigmoid per label instead: ``label`` is predicted when its
-   sigmoid is at or above its entry in ``thresholds`` (tuned on validation). ``task`` absent: single-label.
+   sigmoid is at or above its entry in ``thresholds`` (tuned on validation). A regression model
+   (``task: regression``) outputs standardised values: ``value = output * target_std + target_mean`` per target
+   (``class_names`` name the targets). ``task`` absent: single-label.
 
 ``preprocessing`` states each rule exactly (:mod:`.preprocessing`): its ``resize`` and ``crop`` objects are
 where an ``interpolation`` or a ``crop_pct`` other than the default goes.
@@ -68,8 +70,10 @@ class ModelContract:
         input_name: Name of the graph input.
         output_name: Name of the graph output.
         interpolation: The resize filter (``preprocessing.resize.interpolation``): ``bilinear`` or ``bicubic``.
-        task: ``single_label`` (softmax over the logits) or ``multilabel`` (a sigmoid per logit, and ``thresholds``).
-        thresholds: A multi-label model's threshold per label, in ``class_names`` order.
+        task: The task whose answers read the outputs (``litstarter.tasks.answers``): ``single_label`` (a softmax
+            over the logits), ``multilabel`` (a sigmoid per logit, and ``thresholds``), ``regression`` (values).
+        task_state: What the task's answers need beyond the names (multi-label: ``thresholds``; regression:
+            ``target_mean``, ``target_std``), one value per class name, written at ``model.json``'s top level.
     """
 
     class_names: list[str]
@@ -83,7 +87,7 @@ class ModelContract:
     output_name: str = "logits"
     interpolation: str = "bilinear"
     task: str = "single_label"
-    thresholds: list[float] | None = None
+    task_state: Mapping = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.interpolation not in INTERPOLATIONS:
@@ -101,8 +105,6 @@ class ModelContract:
             raise ContractError(err.args[0]) from None
         if problem:
             raise ContractError(problem)
-        if len(self.class_names) < 2:
-            raise ContractError(f"class_names needs at least 2 names, got {self.class_names}")
         rh, rw = self.resize_size
         h, w = self.image_size
         if rh < h or rw < w:
@@ -112,7 +114,12 @@ class ModelContract:
 
     def answers(self) -> TaskAnswers:
         """The task's answers (:mod:`litstarter.tasks.answers`): what the outputs mean to ``infer`` and ``serve``."""
-        return answers_class(self.task)(self.class_names, self.thresholds)
+        return answers_class(self.task)(self.class_names, self.task_state)
+
+    @property
+    def thresholds(self) -> list[float] | None:
+        """A multi-label model's threshold per label (its task state's), else ``None``."""
+        return self.task_state.get("thresholds")
 
     @property
     def num_classes(self) -> int:
@@ -197,7 +204,7 @@ class ModelContract:
                 output_name=str(data["output"]["name"]),
                 interpolation=_interpolation(data["preprocessing"]),
                 task=str(data.get("task", "single_label")),
-                thresholds=None if data.get("thresholds") is None else [float(t) for t in data["thresholds"]],
+                task_state=_task_state(str(data.get("task", "single_label")), data),
             )
             _check_sizes(data["preprocessing"])
             return contract
@@ -254,7 +261,7 @@ class ModelContract:
         names = hparams.get("class_names") or [str(i) for i in range(num_classes)]
         task = str(hparams.get("task") or "single_label")
         try:
-            thresholds = answers_class(task).thresholds_from(hparams, num_classes)
+            state = answers_class(task).state_from(hparams, num_classes)
         except KeyError as err:
             raise ContractError(err.args[0]) from None
         return cls(
@@ -268,8 +275,16 @@ class ModelContract:
             architecture={**architecture, "image_size": list(image_size)} if architecture else {},
             interpolation=str(hparams.get("interpolation") or "bilinear"),  # absent in checkpoints before it
             task=task,
-            thresholds=thresholds,
+            task_state=state,
         )
+
+
+def _task_state(task: str, data: Mapping) -> dict:
+    """The task's state keys of a ``model.json`` (an unknown task is refused by the contract, naming it)."""
+    try:
+        return answers_class(task).state_of(data)
+    except KeyError:
+        return {}
 
 
 def _check_sizes(preprocessing: Mapping) -> None:
@@ -292,11 +307,8 @@ def _interpolation(preprocessing: Mapping) -> str:
 
 
 def recorded_resize_size(hparams: Mapping) -> tuple[int, int] | None | str:
-    """``model.resize_size`` of a checkpoint's hyper-parameters; ``"unrecorded"`` if it has none.
-
-    Checkpoints made before the size had one name record it as ``cache_size``; it is read from there too.
-    """
-    return hparams.get("resize_size", hparams.get("cache_size", "unrecorded"))
+    """``model.resize_size`` of a checkpoint's hyper-parameters; ``"unrecorded"`` if it has none."""
+    return hparams.get("resize_size", "unrecorded")
 
 
 def read_sidecar(model_path: str | os.PathLike) -> ModelContract | None:

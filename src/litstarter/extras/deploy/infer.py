@@ -35,13 +35,14 @@ if TYPE_CHECKING:  # numpy and the backends load when files are predicted: `infe
 
 @dataclass
 class Prediction:
-    """The outcome for one input file: the top-k ``(class name, probability)`` pairs (multi-label: every label's,
-    in label order, and ``labels``, those at or above their thresholds), or an error."""
+    """The outcome for one input file: its CSV cells (the task's answer: ``TaskAnswers.csv_cells``) and the
+    ``(name, output)`` pairs they come from (the top-k classes; every label's; every target's), or an error."""
 
     file: str
     topk: list[tuple[str, float]]
     error: str = ""
     labels: list[str] | None = None
+    cells: list[str] | None = None
 
 
 def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int, list[str]]:
@@ -141,13 +142,14 @@ def predict_files(
     def flush() -> Iterator[Prediction]:
         good = [image for _, image, _ in pending if image is not None]
         logits = (tta_logits(backend, np.stack(good), tta) if tta else backend(np.stack(good))) if good else None
-        probs = iter(answers.probabilities(logits)) if good else iter(())
+        outputs = iter(answers.outputs(logits)) if good else iter(())
         for path, image, error in pending:
             if image is None:
                 yield Prediction(shown(path), [], shown(error))
                 continue
-            pairs, labels = answers.answer(next(probs), k)
-            yield Prediction(shown(path), pairs, labels=labels)
+            row = next(outputs)
+            pairs, labels = answers.answer(row, k)
+            yield Prediction(shown(path), pairs, labels=labels, cells=answers.csv_cells(row, k))
         pending.clear()
 
     for path in files:
@@ -165,40 +167,17 @@ def predict_files(
         yield from flush()
 
 
-def csv_header(topk: int) -> list[str]:
-    """``file, pred, prob, top1, top1_prob, ..., error``."""
-    columns = ["file", "pred", "prob"]
-    for i in range(1, topk + 1):
-        columns += [f"top{i}", f"top{i}_prob"]
-    return [*columns, "error"]
-
-
-def write_predictions(
-    path: str | os.PathLike, predictions: Sequence[Prediction], topk: int, label_names: Sequence[str] | None = None
-) -> Path:
-    """Write the CSV (UTF-8) atomically; a failed file has empty prediction cells and its ``error``. With
-    ``label_names`` (a task that predicts label sets): ``file, labels`` (``;``-joined), ``prob_<label>`` for each,
-    ``error``."""
+def write_predictions(path: str | os.PathLike, predictions: Sequence[Prediction], columns: Sequence[str]) -> Path:
+    """Write the CSV (UTF-8) atomically: ``file``, the task's ``columns`` (``TaskAnswers.csv_columns``), ``error``;
+    a failed file has empty cells and its ``error``."""
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
-            if label_names is not None:
-                writer.writerow(["file", "labels", *(f"prob_{n}" for n in label_names), "error"])
-                for pred in predictions:
-                    probs = [f"{p:.6f}" for _, p in pred.topk] or [""] * len(label_names)
-                    writer.writerow([pred.file, ";".join(pred.labels or []), *probs, pred.error])
-                return
-            writer.writerow(csv_header(topk))
+            writer.writerow(["file", *columns, "error"])
             for pred in predictions:
-                cells = [pred.file]
-                if pred.topk:
-                    cells += [pred.topk[0][0], f"{pred.topk[0][1]:.6f}"]
-                else:
-                    cells += ["", ""]
-                for i in range(topk):
-                    cells += [pred.topk[i][0], f"{pred.topk[i][1]:.6f}"] if i < len(pred.topk) else ["", ""]
-                writer.writerow([*cells, pred.error])
+                cells = pred.cells or [""] * len(columns)
+                writer.writerow([pred.file, *cells, pred.error])
 
     return atomic_write(path, write)
 
@@ -246,7 +225,7 @@ def _run(argv: Sequence[str] | None) -> int:
     backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
     topk = min(args.topk, backend.contract.num_classes)
     predictions = list(predict_files(backend, files, args.batch_size, topk, tta))
-    write_predictions(args.output, predictions, topk, backend.contract.answers().csv_label_names())
+    write_predictions(args.output, predictions, backend.contract.answers().csv_columns(topk))
     failed = [p for p in predictions if p.error]
     for pred in failed:
         print(f"litstarter infer: {pred.file}: {pred.error}", file=sys.stderr)

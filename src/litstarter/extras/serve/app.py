@@ -111,7 +111,7 @@ class Routes:
         (logits,) = await s.predict(image[None])
         answers = contract.answers()  # the task's: what its outputs mean
         k = min(s.options.topk, contract.num_classes)
-        return JSONResponse(answers.json_answer(answers.probabilities(logits[None])[0], k))
+        return JSONResponse(answers.json_answer(answers.outputs(logits[None])[0], k))
 
     async def health(self, request: Request) -> JSONResponse:
         """``GET /health``: 200 once the workers run; 503 while starting or draining."""

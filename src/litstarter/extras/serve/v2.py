@@ -16,11 +16,13 @@ The model takes either of two inputs, one per request:
 - ``image_bytes`` ``BYTES [B]``: encoded image files, decoded by ``/predict``'s checks and preprocessing.
 
 Either way each image joins the batcher on its own, like a ``/predict`` request. The outputs are ``logits``
-``FP32 [B, K]`` (what the ONNX graph returns, and Triton serving it) and ``probabilities`` ``FP32 [B, K]`` (the
-task's, as ``/predict`` gives them: a softmax, or a multi-label model's sigmoid per label); with Triton's
-classification extension (``"parameters": {"classification": k}`` on a requested output) that output becomes ``BYTES
-[B, k]`` of ``"<value>:<index>:<label>"``, best first. Errors are ``{"error": "..."}``: 400 for a malformed request or
-tensor, 404 for another model's name or version, 413 / 415 / 504 as for ``/predict``, 503 while loading.
+``FP32 [B, K]`` (what the ONNX graph returns, and Triton serving it) and the task's own outputs ``FP32 [B, K]``, as
+``/predict`` gives them, named by the task (``TaskAnswers.output_name``): ``probabilities`` (a softmax, or a
+multi-label model's sigmoid per label), ``values`` (a regression's, de-standardised). With Triton's classification
+extension (``"parameters": {"classification": k}`` on a requested output) a classifier's output becomes ``BYTES
+[B, k]`` of ``"<value>:<index>:<label>"``, best first; a task whose outputs rank no classes refuses it in one line.
+Errors are ``{"error": "..."}``: 400 for a malformed request or tensor, 404 for another model's name or version,
+413 / 415 / 504 as for ``/predict``, 503 while loading.
 A route the server lacks is 404 ``{"error": ...}`` too (Triton's model configuration, statistics and repository
 extensions among them), and a wrong method 405 (:func:`unserved_route`), so that a protocol client reads why.
 """
@@ -50,7 +52,6 @@ from litstarter.extras.serve.tensors import (
 #: What ``GET /v2`` advertises: Triton's extensions this server implements.
 EXTENSIONS = ["binary_tensor_data", "classification"]
 BYTES_INPUT = "image_bytes"
-PROBABILITIES = "probabilities"
 VERSION = "1"
 #: Bodies over this many bytes are parsed in a thread.
 PARSE_IN_THREAD = 1 << 20
@@ -119,7 +120,7 @@ class ProtocolRoutes:
                 ],
                 "outputs": [
                     {"name": c.output_name, "datatype": "FP32", "shape": classes},
-                    {"name": PROBABILITIES, "datatype": "FP32", "shape": classes},
+                    {"name": c.answers().output_name, "datatype": "FP32", "shape": classes},
                 ],
             }
         )
@@ -192,10 +193,15 @@ class ProtocolRoutes:
     def _check_outputs(self, parsed: InferRequest) -> None:
         """Refuse outputs the model lacks, and classifications of more classes than it has, before predicting."""
         c = self.service.backend.contract
-        names = [c.output_name, PROBABILITIES]
+        answers = c.answers()
+        names = [c.output_name, answers.output_name]
         for out in parsed.outputs or []:
             if out.name not in names:
                 raise RequestError(400, f"output {out.name!r} is not one of this model's: {names}")
+            if out.classification and not answers.ranks_classes:
+                raise RequestError(
+                    400, f"output {out.name!r}: classification ranks classes, and a {c.task} model's outputs are none"
+                )
             if out.classification > c.num_classes:
                 raise RequestError(
                     400, f"output {out.name!r}: classification {out.classification} is over the {c.num_classes} classes"
@@ -204,8 +210,11 @@ class ProtocolRoutes:
     def _outputs(self, parsed: InferRequest, logits: np.ndarray) -> list[OutputTensor]:
         """The outputs asked for (all, if none were): logits, probabilities, or their classification."""
         c = self.service.backend.contract
-        probabilities = c.answers().probabilities  # the task's own: a softmax, or a sigmoid per label
-        values = {c.output_name: lambda: logits, PROBABILITIES: lambda: probabilities(logits).astype(np.float32)}
+        answers = c.answers()  # the task's own outputs: a softmax, a sigmoid per label, values
+        values = {
+            c.output_name: lambda: logits,
+            answers.output_name: lambda: answers.outputs(logits).astype(np.float32),
+        }
         requested = parsed.outputs
         if requested is None:
             requested = [RequestedOutput(name, parsed.binary_output) for name in values]
