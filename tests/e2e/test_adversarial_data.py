@@ -133,7 +133,7 @@ def test_link_loops_dont_multiply_the_data_and_bad_names_are_skipped_under_skip(
     assert "Traceback" not in said["stderr"]
     (manifest_path,) = (tmp_path / "skip" / "cache").glob("*/manifest.json")
     manifest = json.loads(manifest_path.read_text())
-    files = [(f["path"], f["label"]) for split in manifest["splits"].values() for f in as_records(split["files"])]
+    files = [(f["path"], f["target"]) for split in manifest["splits"].values() for f in as_records(split["files"])]
     # 18 images + the one with the odd name: nothing through the links, nothing twice, every label its folder's.
     assert len(files) == len({p for p, _ in files}) == 19
     assert sorted({p.split("/")[0] for p, _ in files}) == ["a", "b", "c"]
@@ -182,7 +182,7 @@ def test_a_link_inside_the_root_or_an_absolute_row_when_allowed_may_lead_out_and
     assert said["code"] == 0, said["stderr"][-3000:]
     (manifest_path,) = (tmp_path / case / "cache").glob("*/manifest.json")
     manifest = json.loads(manifest_path.read_text())
-    val = dict(zip(*(manifest["splits"]["val"]["files"][k] for k in ("path", "label")), strict=True))
+    val = dict(zip(*(manifest["splits"]["val"]["files"][k] for k in ("path", "target")), strict=True))
     assert {split: entry["shape"][0] for split, entry in manifest["splits"].items()} == {"train": 8, "val": 5}
     row = "linked_out.png" if case == "linked_out" else str(tmp_path / "outside" / "real.png")
     assert val.pop(row) == manifest["class_to_idx"]["a"] and len(val) == 4

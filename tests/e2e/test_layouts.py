@@ -34,7 +34,7 @@ def fit_args(root: Path, tmp_path: Path, name: str, *extra: str, epochs: int = 1
 def split_files(cli) -> dict[str, list[tuple[str, int]]]:
     """``{split: [(path, label)]}`` as cached."""
     manifest = cli.datamodule.cache.manifest
-    return {s: [(f["path"], f["label"]) for f in as_records(e["files"])] for s, e in manifest["splits"].items()}
+    return {s: [(f["path"], f["target"]) for f in as_records(e["files"])] for s, e in manifest["splits"].items()}
 
 
 def build(root: Path, splits: dict[str, dict[str, int]], grey: bool = False) -> Path:

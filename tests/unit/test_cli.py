@@ -21,6 +21,7 @@ def test_each_tasks_help_lists_its_own_arguments_and_the_shared_ones_and_no_othe
     own = {
         "ImageClassifier": ("label_smoothing", "class_weights", "mixup_alpha", "cutmix_alpha", "tta"),
         "MultilabelClassifier": ("label_smoothing", "pos_weight", "thresholds"),
+        "ImageRegressor": ("loss", "huber_delta"),
     }
     shared = ("backbone", "weights", "init_from", "backbone_lr_scale", "layer_decay", "compile", "optimizer")
     for task, arguments in own.items():

@@ -149,7 +149,7 @@ def add_baseline_to_metrics(
     if not hasattr(train, "images") or not hasattr(held, "images") or not metrics_path.is_file():
         return None
     baseline = fit_linear_baseline(
-        (train.images, train.labels), (held.images, held.labels), datamodule.num_classes, seed
+        (train.images, train.targets), (held.images, held.targets), datamodule.num_classes, seed
     )
     if baseline is None:
         return None
@@ -207,7 +207,7 @@ def add_regression_baselines(
     held = getattr(datamodule, f"{getattr(datamodule, 'test_split', 'test')}_set", None)
     if not hasattr(train, "images") or not hasattr(held, "images") or not metrics_path.is_file():
         return None
-    scores = fit_regression_baselines((train.images, train.labels), (held.images, held.labels), seed)
+    scores = fit_regression_baselines((train.images, train.targets), (held.images, held.targets), seed)
     if scores is None:
         return None
     metrics = json.loads(metrics_path.read_text())

@@ -1,12 +1,13 @@
 """What a data module provides, and what every data module here shares: the loaders, the seeded train sampler.
 
 **The contract.** Any ``LightningDataModule`` can be ``data`` (``--data my_pkg.MyDataModule``) if it provides four
-facts, linked into the model: ``num_classes`` (>= 2), ``class_names`` (in label order), ``channels`` (1 or 3) and
-``image_size`` (``(height, width)``). Its batches are ``(images (B, C, H, W) in 0..255, uint8 is best; labels (B,)
-int64)``. Used when present: ``normalization()`` (per-channel ``(mean, std)``, 0..1 scale), ``resize_size`` (the
-size stored before the eval centre crop), ``class_counts()`` (for ``class_weights: auto``), ``test_split`` and
-``target_kind`` (what the targets are, checked by the task: ``class``, the default, or ``label_set`` for ``(B, K)``
-multi-hot targets).
+facts, linked into the model: ``num_classes`` (the outputs: classes, labels or targets), ``class_names`` (in
+order), ``channels`` (1 or 3) and ``image_size`` (``(height, width)``). Its batches are ``(images (B, C, H, W) in
+0..255, uint8 is best; targets)``. ``target_kind`` says what the targets are, and the task checks it: ``class``
+(the default; ``(B,)`` int64 class indices), ``label_set`` (``(B, K)`` multi-hot float), ``value`` (``(B, K)``
+float numbers), or a kind of a task of your own. Used when present: ``normalization()`` (per-channel ``(mean,
+std)``, 0..1 scale), ``resize_size`` (the size stored before the eval centre crop), ``class_counts()`` (for
+``class_weights: auto``) and ``test_split``.
 
 **Per-sample seeds.** :class:`ArrayDataModule` wraps whatever ``train_sampler()`` returns, stock or your own, in
 :class:`~litstarter.data.samplers.SeedEachItem`: each training item reaches the dataset as ``(index, seed)``, its
@@ -22,6 +23,7 @@ from torch.utils.data import BatchSampler, DataLoader, Sampler
 
 from litstarter._engine.cores import auto_num_workers
 from litstarter._engine.errors import UsageError
+from litstarter._engine.targets import target_kind
 from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import EpochShuffleSampler, SeedEachItem
 
@@ -83,10 +85,20 @@ class ArrayDataModule(L.LightningDataModule):
         return EpochShuffleSampler(len(self.train_set), seed=self.seed)
 
     def class_counts(self) -> np.ndarray:
-        """Training samples per class, ``(num_classes,)``; for inverse-frequency loss weights."""
+        """Training samples per class (multi-label: images with each label), ``(num_classes,)``; for
+        inverse-frequency loss weights.
+
+        Raises:
+            UsageError: the targets have no classes (values), or are of a kind the engine does not count.
+        """
         if self.train_set is None:
             raise RuntimeError(f"{type(self).__name__} has no train split; was setup() called?")
-        return self.train_set.class_counts(self.num_classes)
+        kind = getattr(self, "target_kind", "class")
+        try:
+            counter = target_kind(kind)
+        except KeyError:
+            raise UsageError(f"{type(self).__name__}'s targets are {kind!r}: there are no classes to count") from None
+        return counter.class_counts(self.train_set.targets, self.num_classes)
 
     def train_dataloader(self) -> DataLoader:
         """Shuffled (seeded by seed and epoch) and augmented."""

@@ -34,7 +34,8 @@ class ImageFolderDataModule(ArrayDataModule):
         labels: A CSV of ``path,label[,split]`` rows, relative to ``root`` (as are its paths), instead of class
             folders; without a ``split`` column the splits come from the fractions. A ``labels`` column
             (``;``-separated names) or one 0/1 column per label makes the data multi-label (train it with
-            ``configs/task/multilabel.yaml``; docs/data.md).
+            ``configs/task/multilabel.yaml``); numeric columns (``path,age``, ``path,x,y``) make it a regression's
+            targets (``configs/task/regression.yaml``; docs/data.md).
         image_size: Training and evaluation size: an int, ``[height, width]`` or ``auto``: the median short side
             of the images (from their headers), a multiple of 8 within 32-224 px (logged).
         channels: 3 (RGB), 1 (grayscale) or ``auto``: 1 when every file header says grey, else 3 (logged).
@@ -118,12 +119,15 @@ class ImageFolderDataModule(ArrayDataModule):
         self.root, self.channels, self.class_names = self.folder.root, self.folder.channels, self.folder.class_names
         self.image_size, self.resize_size = self.folder.image_size, self.folder.resize_size
         self.interpolation = self.folder.interpolation  # linked into the model: infer resizes as the cache did
-        # What the targets are, checked by the task: a multi-label labels file (a `labels` column, or one 0/1 column
-        # per label) holds label sets, class folders and a `label` column one class per image.
-        self.target_kind = "label_set" if self.folder.multilabel else "class"
+        # What the targets are, checked by the task: class folders and a `label` column hold one class per image, a
+        # multi-label labels file (a `labels` column, or one 0/1 column per label) label sets, numeric columns values.
+        self.target_kind = self.folder.target_kind
         self.target_source = f"data.labels '{labels}'" if labels is not None else f"data.root '{self.root}'"
-        if self.folder.multilabel and sampler != "none":
-            raise UsageError(f"data.sampler {sampler!r} balances single classes; multi-label data takes 'none'")
+        if not self.folder.kind.single_class and sampler != "none":
+            raise UsageError(
+                f"data.sampler {sampler!r} balances single classes; {self.target_source} holds {self.target_kind}"
+                " targets: it takes 'none'"
+            )
         self.sampler = sampler
         self.augmentation = augmentation
         self._mean, self._std = mean, std
@@ -147,20 +151,14 @@ class ImageFolderDataModule(ArrayDataModule):
         if self.train_set is not None:
             return
         train = cache.images("train")
-        self.train_set = ArrayImageDataset(train, self.labels_of("train"), self.image_size, self.augmentation)
-        self.val_set = ArrayImageDataset(cache.images("val"), self.labels_of("val"), self.image_size)
+        self.train_set = ArrayImageDataset(train, cache.targets("train"), self.image_size, self.augmentation)
+        self.val_set = ArrayImageDataset(cache.images("val"), cache.targets("val"), self.image_size)
         if "test" in cache.splits:
-            self.test_set = ArrayImageDataset(cache.images("test"), self.labels_of("test"), self.image_size)
-
-    def labels_of(self, split: str, cache: ImageCache | None = None):
-        """A cached split's labels: ``(N,)`` class indices, or ``(N, K)`` multi-hot targets for multi-label data
-        (from ``cache``, a cache of this folder already open; ``None``: this module's own)."""
-        cache = cache or self.load_cache()
-        return self.folder.targets(cache, split) if self.folder.multilabel else cache.labels(split)
+            self.test_set = ArrayImageDataset(cache.images("test"), cache.targets("test"), self.image_size)
 
     def train_sampler(self) -> Sampler | BatchSampler:
         """``none``: a seeded shuffle; ``weighted``: 1/class-count draws; ``balanced``: class-balanced batches."""
-        labels = self.train_set.labels
+        labels = self.train_set.targets
         if self.sampler == "weighted":
             return ClassWeightedSampler(labels, seed=self.seed)
         if self.sampler == "balanced":

@@ -1,6 +1,6 @@
 """Training from LitData shards (``litstarter optimize``'s output) on a local disk or object storage, resumable.
 
-The shards hold what the image-folder cache holds (uint8 images at ``resize_size``, labels, sample ids) and
+The shards hold what the image-folder cache holds (uint8 images at ``resize_size``, targets, sample ids) and
 ``shards.json`` what the model is built from, so the links, the augmentation and the eval view are the image
 folder's. The train loader is LitData's ``StreamingDataLoader`` itself: Lightning saves its state in every
 checkpoint, so a resume from a mid-epoch checkpoint continues with the next batch. ``litdata`` is imported only
@@ -78,6 +78,7 @@ class StreamingDataModule(L.LightningDataModule):
         self.manifest = manifest
         # The facts the model is built from (see litstarter.data.base), as the image folder gives them.
         self.class_names = list(manifest["class_names"])
+        self.target_kind = str(manifest["target_kind"])  # checked by the task, as the image folder's
         self.channels = int(manifest["channels"])
         self.image_size = tuple(manifest["image_size"])
         self.resize_size = tuple(manifest["resize_size"])
@@ -171,7 +172,14 @@ class StreamingDataModule(L.LightningDataModule):
         return self.test_dataloader()
 
     def class_counts(self) -> np.ndarray:
-        """Training samples per class, ``(num_classes,)``, from ``shards.json`` (for ``class_weights: auto``)."""
+        """Training samples per class (with each label), ``(num_classes,)``, from ``shards.json`` (for
+        ``class_weights: auto``).
+
+        Raises:
+            UsageError: the targets have no classes (values).
+        """
+        if self.manifest["class_counts"] is None:
+            raise UsageError(f"data.root '{self.root}' holds {self.target_kind} targets: there are no classes to count")
         return np.asarray(self.manifest["class_counts"], dtype=np.int64)
 
     def normalization(self) -> tuple[list[float], list[float]]:

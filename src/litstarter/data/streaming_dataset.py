@@ -1,4 +1,4 @@
-"""A split of LitData shards as ``(image, label, seed)`` items, and the collate that makes the eval or training view.
+"""A split of LitData shards as ``(image, target, seed)`` items, and the collate that makes the eval or training view.
 
 Imported only when a :class:`~litstarter.data.streaming.StreamingDataModule` sets up (it needs ``litdata``). Both
 classes live at module level: loader workers started by spawn unpickle them.
@@ -26,7 +26,7 @@ from litstarter.data.augmentation import augment
 
 
 class StreamingImages(StreamingDataset):
-    """A ``litstarter optimize`` split: each item ``((C, H, W) uint8, label, seed)``, the seed a function of
+    """A ``litstarter optimize`` split: each item ``((C, H, W) uint8, target, seed)``, the seed a function of
     ``(seed, epoch, sample index)`` alone, so a sample's augmentation is the same in every run, in every worker and
     on a mid-epoch resume, whatever the order LitData streams it in.
 
@@ -82,24 +82,22 @@ class StreamingImages(StreamingDataset):
             self.current_epoch = epoch
         return super().__iter__()
 
-    def __getitem__(self, index) -> tuple[np.ndarray, int, int]:
+    def __getitem__(self, index) -> tuple[np.ndarray, int | np.ndarray, int]:
         item = super().__getitem__(index)
         if self.decode is None:
             image = np.asarray(item["image"])  # (C, H, W) uint8
         else:  # the file's bytes: decode, channels, resize as the cache build did
             channels, size, interpolation = self.decode
             image = load_image(io.BytesIO(item["image"]), channels, tuple(size), interpolation=interpolation)
-        return (
-            image,
-            int(item["label"]),
-            mix_seed(self.sample_seed, self.current_epoch, item["index"]),
-        )
+        target = item["target"]  # a class index, or a row of numbers (label sets, values)
+        target = int(target) if np.ndim(target) == 0 else np.asarray(target, dtype=np.float32)
+        return image, target, mix_seed(self.sample_seed, self.current_epoch, item["index"])
 
 
 class ImageBatch:
     """The loader's ``collate_fn``: stack a batch, then the training view (``augmentation``, per-sample seeds) or
     the eval view (centre crop), by the same functions as the array dataset's. Returns ``(images (B, C, h, w)
-    uint8, labels (B,) int64)``.
+    uint8, targets)``: ``(B,)`` int64 class indices, or ``(B, K)`` float32 rows.
 
     Args:
         size: Output ``(h, w)``: the data's ``image_size``.
@@ -110,9 +108,13 @@ class ImageBatch:
         self.size = tuple(size)
         self.augmentation = augmentation
 
-    def __call__(self, items: list[tuple[np.ndarray, int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, items: list[tuple[np.ndarray, int | np.ndarray, int]]) -> tuple[torch.Tensor, torch.Tensor]:
         images = torch.from_numpy(np.stack([image for image, _, _ in items]))  # (B, C, H, W) uint8
-        labels = torch.tensor([label for _, label, _ in items], dtype=torch.int64)  # (B,)
+        targets = [target for _, target, _ in items]
+        if isinstance(targets[0], int):
+            labels = torch.tensor(targets, dtype=torch.int64)  # (B,)
+        else:
+            labels = torch.from_numpy(np.stack(targets))  # (B, K) float32
         if self.augmentation is None:
             return center_crop_or_resize(images, self.size), labels
         return augment(images, self.size, self.augmentation, [seed for _, _, seed in items]), labels

@@ -297,5 +297,5 @@ def test_verification_and_calibration_images_span_the_classes_of_a_class_ordered
     assert len(data.calibration_images) == 6
     # Calibration sees what inference sees: the train split's eval view (its items are augmented), the centre crop.
     cache = export_data.datamodule_from_config(config).load_cache()
-    train = cache.images("train").array()[export_data.stratified_sample(cache.labels("train"), 6, 0)]
+    train = cache.images("train").array()[export_data.stratified_sample(cache.targets("train"), 6, 0)]
     np.testing.assert_array_equal(data.calibration_images, center_crop_array(train, (8, 8)))

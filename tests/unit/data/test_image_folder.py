@@ -49,7 +49,7 @@ def test_val_and_test_loaders_are_unshuffled_and_unaugmented(three_classes: Path
         assert isinstance(loader.sampler, SequentialSampler)
         first = torch.cat([y for _, y in loader])
         second_images = torch.cat([x for x, _ in loader])
-        assert torch.equal(first, torch.as_tensor(dataset.labels))
+        assert torch.equal(first, torch.as_tensor(dataset.targets))
         assert torch.equal(second_images, torch.cat([x for x, _ in loader]))  # same order and pixels every time
         assert torch.equal(second_images[0], dataset[0][0])
     assert len(dm.val_set) == len(dm.test_set) == 9 and len(dm.train_set) == 18

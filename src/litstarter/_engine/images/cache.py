@@ -1,12 +1,12 @@
 """The uint8 memory-mapped image cache: decode, convert and resize each file once; read raw pixels after.
 
-One cache folder holds, per split, ``<split>.u8`` (raw uint8 ``(N, C, H, W)``, C order, memory-mapped)
-and ``<split>.labels.npy``, plus ``manifest.json`` (see :mod:`litstarter._engine.images.manifest`): each source file
-with its listing facts (size, mtime, ctime, inode) and what decoding found (original size, mode, SHA-256 of the
-bytes, 64-bit pHash of the cached pixels),
-``class_to_idx``, the preprocessing parameters, the train split's per-channel mean and std, any skipped bad
-files, block checksums of the arrays, and a checksum of the manifest's own text (so no value in it is trusted
-after a hand edit).
+One cache folder holds, per split, ``<split>.u8`` (raw uint8 ``(N, C, H, W)``, C order, memory-mapped) and
+``<split>.targets.npy`` (the split's targets, as their kind stacks them: :mod:`litstarter._engine.targets`), plus
+``manifest.json`` (see :mod:`litstarter._engine.images.manifest`): each source file with its listing facts (target,
+size, mtime, ctime, inode) and what decoding found (original size, mode, SHA-256 of the bytes, 64-bit pHash of the
+cached pixels), the targets' kind, ``class_to_idx``, the preprocessing parameters, the train split's per-channel mean
+and std, any skipped bad files, block checksums of the arrays, and a checksum of the manifest's own text (so no value in
+it is trusted after a hand edit).
 
 Trust rule: a build decodes into temporary files, deletes the manifest just before it renames its arrays into
 place, and writes the new manifest last. On load the manifest must be well-formed, match the current file
@@ -61,11 +61,12 @@ def cache_key(params: dict) -> str:
 
 
 def listing_digest(files: list[SourceFile]) -> str:
-    """Digest of a split's file listing (paths, labels, sizes, mtimes, ctimes, inodes): any change shows."""
+    """Digest of a split's file listing (paths, targets, sizes, mtimes, ctimes, inodes): any change shows."""
     digest = hashlib.sha256()
     for f in files:
         # surrogateescape: a file name that isn't valid UTF-8 is hashed as its raw bytes
-        line = f"{f.path}\0{f.label}\0{f.size}\0{f.mtime_ns}\0{f.ctime_ns}\0{f.inode}\n"
+        target = json.dumps(f.target)
+        line = f"{f.path}\0{target}\0{f.size}\0{f.mtime_ns}\0{f.ctime_ns}\0{f.inode}\n"
         digest.update(line.encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
@@ -123,7 +124,7 @@ class ImageCache:
         manifest: Its parsed ``manifest.json``.
         reused: True if it was found valid, False if this call built it.
         check_seconds: When reused, the time spent checking it (manifest schema, parameters, listing digests,
-            label checksums, sampled block checksums); ``benchmarks/data_pipeline.py`` prints it.
+            target checksums, sampled block checksums); ``benchmarks/data_pipeline.py`` prints it.
     """
 
     folder: Path
@@ -140,9 +141,10 @@ class ImageCache:
         """The ``(N, C, H, W)`` uint8 images of a split, memory-mapped."""
         return MemmapImages(self.folder / f"{split}.u8", self.manifest["splits"][split]["shape"])
 
-    def labels(self, split: str) -> np.ndarray:
-        """The ``(N,)`` int64 labels of a split."""
-        return np.load(self.folder / f"{split}.labels.npy")
+    def targets(self, split: str) -> np.ndarray:
+        """A split's targets, ``(N, ...)`` as their kind stacked them (class indices ``(N,)`` int64; label sets and
+        values ``(N, K)`` float32)."""
+        return np.load(self.folder / f"{split}.targets.npy")
 
     @property
     def mean(self) -> list[float]:
@@ -201,11 +203,11 @@ def _unusable(
         return f"its {MANIFEST} is malformed ({edited})"
     deadline = None if verify == "full" else verify_deadline(started)
     for split, entry in manifest["splits"].items():
-        images, labels = folder / f"{split}.u8", folder / f"{split}.labels.npy"
+        images, targets = folder / f"{split}.u8", folder / f"{split}.targets.npy"
         if not images.is_file() or images.stat().st_size != int(np.prod(entry["shape"])):
             return f"{images.name} is missing or not {int(np.prod(entry['shape']))} bytes"
-        if not labels.is_file() or file_checksum(labels) != entry["checksums"]["labels"]:
-            return f"{labels.name} is missing or does not match its checksum"
+        if not targets.is_file() or file_checksum(targets) != entry["checksums"]["targets"]:
+            return f"{targets.name} is missing or does not match its checksum"
         if entry["shape"][0] == 0:
             continue
         indices = blocks_to_verify(len(entry["checksums"]["images"]), verify == "full", seed)

@@ -25,6 +25,7 @@ from tqdm import tqdm
 from ..atomic_io import atomic_write
 from ..errors import BadInputError
 from ..leftovers import owner_tag
+from ..targets import TargetKind, target_kind
 from .cache import ImageCache, MemmapImages, OnBadFile, listing_digest, load_cache
 from .listing import shown
 from .manifest import CACHE_VERSION, MANIFEST, array_checksums, as_columns, file_checksum, manifest_text, written_digest
@@ -101,8 +102,8 @@ def _decode_split(
     workers: int,
     bad: list[dict],
     interpolation: str = "bilinear",
-) -> tuple[Path, Path, list[dict]]:
-    """Decode one split into owner-tagged temporary arrays; returns them and the kept files' records."""
+) -> tuple[Path, list[dict]]:
+    """Decode one split into an owner-tagged temporary array; returns it and the kept files' records."""
     tag, row = owner_tag(), channels * size[0] * size[1]
     images_tmp = folder / f".{split}.u8.{tag}.tmp"
     with open(images_tmp, "wb") as f:
@@ -121,25 +122,30 @@ def _decode_split(
     array.flush()
     del array
     os.truncate(images_tmp, len(kept) * row)
-    labels_tmp = folder / f".{split}.labels.npy.{tag}.tmp"
-    with open(labels_tmp, "wb") as f:
-        np.save(f, np.array([s["label"] for s in kept], dtype=np.int64))
-    return images_tmp, labels_tmp, kept
+    return images_tmp, kept
 
 
-def _check_classes_kept(root: Path, kept: list[dict], class_to_idx: dict[str, int], bad: list[dict]) -> None:
-    missing = sorted(set(class_to_idx.values()) - {s["label"] for s in kept})
+def _write_targets(folder: Path, split: str, kept: list[dict], kind: TargetKind, names: list[str]) -> Path:
+    """The kept files' targets as the kind stacks them, in an owner-tagged temporary ``.npy``."""
+    targets_tmp = folder / f".{split}.targets.npy.{owner_tag()}.tmp"
+    with open(targets_tmp, "wb") as f:
+        np.save(f, kind.stack([record["target"] for record in kept], names))
+    return targets_tmp
+
+
+def _check_classes_kept(root: Path, train: np.ndarray, kind: TargetKind, names: list[str], bad: list[dict]) -> None:
+    missing = kind.empty(train, names)
     if missing:
-        names = [n for n, i in class_to_idx.items() if i in missing]
+        plural = "classes" if kind.noun == "class" else f"{kind.noun}s"
         raise BadInputError(
-            f"classes {names} have no readable training images left after data.on_bad_file=skip; a class"
-            f" is never dropped silently. {bad_files_error(root, bad)}"
+            f"{plural} {missing} have no readable training images left after data.on_bad_file=skip; a"
+            f" {kind.noun} is never dropped silently. {bad_files_error(root, bad)}"
         )
 
 
-def _split_entry(files: list[SourceFile], images: Path, labels: Path, kept: list[dict], shape: list[int]) -> dict:
+def _split_entry(files: list[SourceFile], images: Path, targets: Path, kept: list[dict], shape: list[int]) -> dict:
     """A split's manifest entry: its shape, the listing it was built from, its files' records, its checksums."""
-    checksums = {**array_checksums(images, int(np.prod(shape))), "labels": file_checksum(labels)}
+    checksums = {**array_checksums(images, int(np.prod(shape))), "targets": file_checksum(targets)}
     return {"shape": shape, "listing_digest": listing_digest(files), "files": as_columns(kept), "checksums": checksums}
 
 
@@ -153,6 +159,7 @@ def build_cache(
     size: tuple[int, int],
     on_bad_file: OnBadFile = "error",
     workers: int = 0,
+    kind: TargetKind | None = None,
 ) -> ImageCache:
     """Decode every source file into ``folder``, atomically, and write the manifest last.
 
@@ -165,28 +172,32 @@ def build_cache(
         params: Preprocessing parameters, recorded in the manifest and checked on load; its ``interpolation``
             (``bilinear`` when absent) is the resize filter.
         sources: ``{split: files}`` in the order the arrays should have.
-        class_to_idx: Class name -> index, recorded in the manifest.
+        class_to_idx: Class name -> index, recorded in the manifest (classes, labels or target columns).
         channels: 1 or 3.
         size: Stored ``(H, W)``.
         on_bad_file: ``skip``: leave bad files out and warn; anything else (``error``): raise one error listing
             every bad file. Checked where the user sets it (``ImageFolderDataModule``); never a silent drop here.
         workers: Decoding processes; 0 or 1 decodes in this process.
+        kind: The targets' kind: it stacks each split's targets into ``<split>.targets.npy``; ``None``: classes.
 
     Raises:
         BadInputError: bad files under ``on_bad_file: error``, or a class left without training images.
     """
     start = time.perf_counter()
+    kind = kind or target_kind("class")
     folder.mkdir(parents=True, exist_ok=True)
     written: dict[str, tuple[Path, Path, list[dict]]] = {}
     bad: list[dict] = []
+    names = list(class_to_idx)
     try:
         for split, files in sources.items():
-            written[split] = _decode_split(
+            images_tmp, kept = _decode_split(
                 folder, root, split, files, channels, size, workers, bad, params.get("interpolation", "bilinear")
             )
+            written[split] = (images_tmp, _write_targets(folder, split, kept, kind, names), kept)
         if bad and on_bad_file != "skip":  # only an explicit skip leaves files out
             raise bad_files_error(root, bad)
-        _check_classes_kept(root, written["train"][2], class_to_idx, bad)
+        _check_classes_kept(root, np.load(written["train"][1]), kind, names, bad)
         shapes = {split: [len(kept), channels, *size] for split, (_, _, kept) in written.items()}
         mean, std = channel_stats(MemmapImages(written["train"][0], shapes["train"]).array())
         splits = {split: _split_entry(sources[split], *written[split], shapes[split]) for split in written}
@@ -195,15 +206,16 @@ def build_cache(
             log.info("image cache %s was completed by another process meanwhile; using it", folder)
             return finished
         (folder / MANIFEST).unlink(missing_ok=True)  # from here on the folder is untrusted until the new manifest
-        for split, (images_tmp, labels_tmp, _) in written.items():
+        for split, (images_tmp, targets_tmp, _) in written.items():
             os.replace(images_tmp, folder / f"{split}.u8")
-            os.replace(labels_tmp, folder / f"{split}.labels.npy")
+            os.replace(targets_tmp, folder / f"{split}.targets.npy")
     finally:
         for leftover in folder.glob(f".*.{owner_tag()}.tmp"):  # ours, also of a split interrupted mid-way
             leftover.unlink(missing_ok=True)
     manifest = {
         "version": CACHE_VERSION,
         "params": params,
+        "target_kind": kind.name,
         "class_to_idx": class_to_idx,
         "mean": mean,
         "std": std,

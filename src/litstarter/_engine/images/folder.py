@@ -13,10 +13,9 @@ import warnings
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
-
 from ..cores import available_cores
 from ..errors import UsageError
+from ..targets import TargetKind, target_kind
 from .cache import ImageCache, cache_key, load_cache
 from .cache_build import bad_files_error, build_cache, warn_skipped
 from .channels import channels_for, read_headers
@@ -33,8 +32,6 @@ log = logging.getLogger(__name__)
 DEFAULT_CACHE_DIR = Path("runs") / "cache"
 #: Below this many files the cache is built in this process: starting decoder processes would cost more.
 MIN_FILES_FOR_WORKERS = 500
-#: The one class a multi-label cache records (its labels are all 0; the targets come from the labels file).
-LABEL_SETS = "(label sets: data.labels)"
 
 
 class CachedImageFolder:
@@ -82,7 +79,19 @@ class CachedImageFolder:
         interpolation: str | None = "bilinear",
         crop_pct: float | None = None,
     ) -> None:
-        _check_arguments(channels, val_fraction, test_fraction, cache_workers, cache_verify, on_bad_file)
+        if channels not in (1, 3, "auto"):
+            raise UsageError(f"data.channels must be 1, 3 or auto, got {channels!r}")
+        if not 0 < val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
+            raise UsageError(
+                f"data.val_fraction={val_fraction} must be in (0, 1), data.test_fraction={test_fraction} in [0, 1),"
+                " and they must sum to less than 1"
+            )
+        if cache_workers is not None and cache_workers < 0:
+            raise UsageError(f"data.cache_workers must be >= 0 or null (auto), got {cache_workers}")
+        if cache_verify not in ("sample", "full"):
+            raise UsageError(f"data.cache_verify must be 'sample' or 'full', got {cache_verify!r}")
+        if on_bad_file not in ("error", "skip"):
+            raise UsageError(f"data.on_bad_file must be 'error' or 'skip', got {on_bad_file!r}")
         self.root = Path(root).expanduser()
         self.labels = labels
         if image_size != "auto":
@@ -100,10 +109,14 @@ class CachedImageFolder:
         # Needed at once: the CLI links class_names and channels into the model at instantiation.
         self.layout = detect_layout(self.root, labels, labels_absolute_paths)
         self.all_class_names = self.layout.class_names
+        self.target_kind = self.layout.target_kind
+        self.kind: TargetKind = target_kind(self.target_kind)
+        if classes is not None and not self.kind.single_class:
+            raise UsageError(
+                f"data.classes selects classes of one-label data; data.labels '{labels}' holds {self.target_kind}"
+                " targets"
+            )
         self.class_names = select_classes(self.all_class_names, classes, source=f"data.root '{self.root}'")
-        self.multilabel = self.layout.multilabel
-        if self.multilabel and classes is not None:
-            raise UsageError(f"data.classes selects classes of one-label data; data.labels '{labels}' is multi-label")
         self.channels = channels
         if "auto" in (channels, image_size):
             self._resolve_auto(channels == "auto", image_size == "auto")
@@ -120,15 +133,6 @@ class CachedImageFolder:
         """Class name -> label index (the kept class names in order)."""
         return {name: i for i, name in enumerate(self.class_names)}
 
-    def cache_classes(self) -> dict[str, int]:
-        """What the cache records as its classes: ``class_to_idx``; for multi-label data one placeholder (every
-        cached label is 0; the targets are read from the labels file by path: :meth:`targets`)."""
-        return {LABEL_SETS: 0} if self.multilabel else self.class_to_idx
-
-    def targets(self, cache: ImageCache, split: str) -> np.ndarray:
-        """A multi-label split's ``(N, K)`` targets, in the cache's order (bad files skipped are not in it)."""
-        return self.layout.targets(cache.column(split, "path"), self.class_names, self.root)
-
     def cache_params(self) -> dict:
         """Everything that decides the cache's contents besides the files themselves."""
         params = {
@@ -136,15 +140,13 @@ class CachedImageFolder:
             "layout": self.layout.kind,
             "channels": self.channels,
             "resize_size": list(self.resize_size),
+            "interpolation": self.interpolation,
+            "targets": self.target_kind,
         }
-        if self.interpolation != "bilinear":  # absent for bilinear: the caches built before it stay valid
-            params["interpolation"] = self.interpolation
         if self.layout.kind == "splits":
             params["split_dirs"] = self.layout.split_dirs
         if self.layout.kind == "labels":
             params["labels"] = str(self.layout.labels.resolve())
-            if self.multilabel:  # the arrays hold the same pixels; the cached labels differ
-                params["task"] = "multilabel"
         if self.layout.kind != "splits" or "val" not in self.layout.split_dirs:  # a split is computed here
             params |= {"val_fraction": self.val_fraction, "test_fraction": self.test_fraction, "seed": self.seed}
         if self.class_names != self.all_class_names:  # a subset (or another order): other files, other labels
@@ -168,7 +170,7 @@ class CachedImageFolder:
             return sources
         new_label = {self.all_class_names.index(name): i for i, name in enumerate(self.class_names)}
         return {
-            split: [dataclasses.replace(f, label=new_label[f.label]) for f in files if f.label in new_label]
+            split: [dataclasses.replace(f, target=new_label[f.target]) for f in files if f.target in new_label]
             for split, files in sources.items()
         }
 
@@ -210,7 +212,7 @@ class CachedImageFolder:
         on_bad_file = on_bad_file or self.on_bad_file
         sources = (listing or self.listing()).sources
         params, folder = self.cache_params(), self.cache_folder()
-        cache = load_cache(folder, params, sources, self.cache_classes(), self.cache_verify)
+        cache = load_cache(folder, params, sources, self.class_to_idx, self.cache_verify)
         if cache is None:
             total = sum(len(files) for files in sources.values())
             workers = self.cache_workers
@@ -222,35 +224,13 @@ class CachedImageFolder:
                 self.root,
                 params,
                 sources,
-                self.cache_classes(),
+                self.class_to_idx,
                 self.channels,
                 self.resize_size,
                 on_bad_file=on_bad_file,
                 workers=workers,
+                kind=self.kind,
             )
         elif cache.skipped and on_bad_file == "error":
             raise bad_files_error(self.root, cache.skipped)
         return cache
-
-
-def _check_arguments(
-    channels: int | str,
-    val_fraction: float,
-    test_fraction: float,
-    cache_workers: int | None,
-    cache_verify: str,
-    on_bad_file: str,
-) -> None:
-    if channels not in (1, 3, "auto"):
-        raise UsageError(f"data.channels must be 1, 3 or auto, got {channels!r}")
-    if not 0 < val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
-        raise UsageError(
-            f"data.val_fraction={val_fraction} must be in (0, 1), data.test_fraction={test_fraction} in [0, 1),"
-            " and they must sum to less than 1"
-        )
-    if cache_workers is not None and cache_workers < 0:
-        raise UsageError(f"data.cache_workers must be >= 0 or null (auto), got {cache_workers}")
-    if cache_verify not in ("sample", "full"):
-        raise UsageError(f"data.cache_verify must be 'sample' or 'full', got {cache_verify!r}")
-    if on_bad_file not in ("error", "skip"):
-        raise UsageError(f"data.on_bad_file must be 'error' or 'skip', got {on_bad_file!r}")

@@ -12,7 +12,8 @@
   whose file is missing is a bad file like an unreadable image: all of them are reported together, under
   ``data.on_bad_file``.
 * A ``labels`` column (``;``-separated sets) or one 0/1 column per label makes the file multi-label: see
-  :mod:`litstarter._engine.images.label_sets`. Every other rule here holds for it too.
+  :mod:`litstarter._engine.images.label_sets`. Numeric columns (``path,age``) make it a regression's: see
+  :mod:`litstarter._engine.images.label_values`. Every other rule here holds for them too.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from ..errors import BadInputError, UsageError
 from .label_sets import NOT_LABELS, check_vocabulary, column_labels, csv_form, split_cell
+from .label_values import holds_values, row_values
 from .listing import Found, Walker, shown
 from .splits import SPLIT_ALIASES, SPLIT_NAMES, canonical_split
 
@@ -47,6 +49,7 @@ class LabelRow:
         line: The row's line number in the CSV (the header is line 1).
         written: The path as the row spells it (``""``: as ``path``).
         labels: A multi-label row's sorted label names (``()``: none); ``None`` in a one-label file.
+        values: A numeric row's numbers, one per target column (:mod:`.label_values`); ``None`` otherwise.
     """
 
     path: str
@@ -55,11 +58,18 @@ class LabelRow:
     line: int
     written: str = ""
     labels: tuple[str, ...] | None = None
+    values: tuple[float, ...] | None = None
+
+    @property
+    def target(self) -> object:
+        """What the row labels its file with: its label set, its numbers, or its class name."""
+        return self.labels if self.labels is not None else self.values if self.values is not None else self.label
 
     def describe(self) -> str:
         """``line 3 './a.png' (label cat, split train)``: the row as written."""
         split = f", split {self.split}" if self.split else ""
         what = f"label {self.label}" if self.labels is None else f"labels {';'.join(self.labels) or '(none)'}"
+        what = what if self.values is None else f"values {', '.join(f'{v:g}' for v in self.values)}"
         return f"line {self.line} '{shown(self.written or self.path)}' ({what}{split})"
 
 
@@ -80,8 +90,13 @@ def _open_rows(csv_path: Path) -> tuple[list[str], list[dict], list[str]]:
 
 def _row(csv_path: Path, raw: dict, line: int, has_split: bool, form: str = "label", headers=None) -> LabelRow:
     path, label = (raw.get("path") or "").strip(), (raw.get("label") or "").strip()
-    labels = None
-    if form != "label":
+    labels = values = None
+    if form == "values":
+        values = row_values(csv_path, line, raw, headers)
+        label = ""
+        if not path:
+            raise BadInputError(f"data.labels '{csv_path}' line {line}: 'path' is empty, got {raw}")
+    elif form != "label":
         labels = split_cell(csv_path, line, raw.get("labels") or "") if form == "labels" else None
         labels = column_labels(csv_path, line, raw, headers) if labels is None else labels
         label = ";".join(labels)
@@ -98,7 +113,7 @@ def _row(csv_path: Path, raw: dict, line: int, has_split: bool, form: str = "lab
                 f"data.labels '{csv_path}' line {line}: split {value!r} is not one of {sorted(SPLIT_ALIASES)}"
                 " (any case)"
             )
-    return LabelRow(posixpath.normpath(path), label, split, line, path, labels)
+    return LabelRow(posixpath.normpath(path), label, split, line, path, labels, values)
 
 
 def _check_splits(csv_path: Path, rows: list[LabelRow]) -> None:
@@ -190,29 +205,29 @@ def found_rows(
         raise same_file_error(csv_path, twice)
 
 
-def read_labels(csv_path: str | Path, root: str | Path | None = None, allow_absolute: bool = False) -> list[LabelRow]:
-    """The rows of a labels CSV, checked (columns, split names, paths inside the root, duplicates, every
-    split's classes). Nothing but the CSV is opened.
+def read_labels_file(
+    csv_path: str | Path, root: str | Path | None = None, allow_absolute: bool = False
+) -> tuple[list[LabelRow], str, list[str]]:
+    """The rows of a labels CSV, checked (columns, split names, paths inside the root, duplicates, every split's
+    classes; a multi-label file's val and test rows may only name labels train has), its form and its target
+    columns. Nothing but the CSV is opened.
 
     Args:
         csv_path: The CSV.
         root: ``data.root``, that the paths are relative to (for the messages); ``None``: the CSV's folder.
         allow_absolute: Accept absolute paths (files on other disks); relative ones must still stay inside.
 
+    Returns:
+        ``(rows, form, columns)``: the form is ``label``, the multi-label ``labels`` / ``columns``
+        (:func:`~litstarter._engine.images.label_sets.csv_form`) or ``values`` (numeric target columns:
+        :mod:`.label_values`); ``columns`` are the target columns as written (every column but ``path`` and
+        ``split``).
+
     Raises:
         UsageError: the CSV does not exist.
         BadInputError: a column is missing, a cell is empty, a split name is unknown, a path leaves the root,
             a path is listed twice, or a split's classes differ from train's.
     """
-    return read_labels_file(csv_path, root, allow_absolute)[0]
-
-
-def read_labels_file(
-    csv_path: str | Path, root: str | Path | None = None, allow_absolute: bool = False
-) -> tuple[list[LabelRow], str]:
-    """:func:`read_labels`, and the file's form: ``label``, or the multi-label ``labels`` / ``columns``
-    (:func:`~litstarter._engine.images.label_sets.csv_form`); a multi-label file's val and test rows may only
-    name labels train has."""
     csv_path = Path(csv_path)
     columns, raw_rows, written = _open_rows(csv_path)
     repeated = sorted({w for c, w in zip(columns, written, strict=True) if columns.count(c) > 1})
@@ -229,13 +244,15 @@ def read_labels_file(
         )
     has_split = "split" in columns
     headers = {c: w for c, w in zip(columns, written, strict=True) if c not in NOT_LABELS}
+    if form == "columns" and holds_values(raw_rows, headers):
+        form = "values"
     rows = [_row(csv_path, raw, line, has_split, form, headers) for line, raw in enumerate(raw_rows, start=2)]
     if not rows:
         raise BadInputError(f"data.labels '{csv_path}' has a header but no rows")
     _check_inside(csv_path, Path(root) if root is not None else csv_path.parent, rows, allow_absolute)
     _check_duplicates(csv_path, rows)
-    if form != "label":
+    if form in ("labels", "columns"):
         check_vocabulary(csv_path, rows)
     elif has_split:
         _check_splits(csv_path, rows)
-    return rows, form
+    return rows, form, list(headers.values())

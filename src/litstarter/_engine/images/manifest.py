@@ -19,9 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..targets import TargetKind, kind_names, target_kind
+
 MANIFEST = "manifest.json"
-#: Bump when the preprocessing or the file format changes: older caches are then rebuilt (4: a pHash per file).
-CACHE_VERSION = 4
+#: Bump when the preprocessing or the file format changes: older caches are then rebuilt (5: targets of any kind).
+CACHE_VERSION = 5
 #: Where the manifest's checksum of itself sits in its text: a top-level key (two spaces in; a JSON string
 #: can't hold a raw newline, so nothing else in the text looks like this).
 DIGEST_MARK = '\n  "digest": "'
@@ -36,9 +38,10 @@ VERIFY_MIN_S = 0.020
 VERIFY_SHARE = 0.05
 
 #: Every cached file's record: its listing facts (checked for changes) and what decoding found. Stored by
-#: column: a parse and a check of 50,000 records by row would cost a reuse more than everything else.
+#: column: a parse and a check of 50,000 records by row would cost a reuse more than everything else. The
+#: ``target`` is plain JSON of its kind's shape (``object``: checked by the kind, :mod:`litstarter._engine.targets`).
 FILE_FIELDS: dict[str, type] = {
-    "path": str, "label": int, "size": int, "mtime_ns": int, "ctime_ns": int, "inode": int,
+    "path": str, "target": object, "size": int, "mtime_ns": int, "ctime_ns": int, "inode": int,
     "width": int, "height": int, "mode": str, "sha256": str, "phash": str,
 }  # fmt: skip
 
@@ -56,18 +59,16 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _check_files(files, where: str, n: int, num_classes: int) -> None:
+def _check_files(files, where: str, n: int, kind: TargetKind, num_classes: int) -> None:
     """``files`` is stored by column (``{field: [value per file]}``): fast to parse and to check."""
     _expect(isinstance(files, dict) and set(files) == set(FILE_FIELDS), where, f"an object of {sorted(FILE_FIELDS)}")
-    for key, kind in FILE_FIELDS.items():
+    for key, type_ in FILE_FIELDS.items():
         column = files[key]
-        _expect(
-            isinstance(column, list) and len(column) == n and set(map(type, column)) <= {kind},
-            f"{where}.{key}",
-            f"a list of {n} {kind.__name__}s",
-        )
-    labels = files["label"]
-    _expect(not labels or 0 <= min(labels) <= max(labels) < num_classes, f"{where}.label", f"in 0..{num_classes - 1}")
+        _expect(isinstance(column, list) and len(column) == n, f"{where}.{key}", f"a list of {n} values")
+        if type_ is not object:
+            _expect(set(map(type, column)) <= {type_}, f"{where}.{key}", f"a list of {n} {type_.__name__}s")
+    valid = kind.valid
+    _expect(all(valid(t, num_classes) for t in files["target"]), f"{where}.target", f"{kind.name} targets")
 
 
 def as_columns(records: list[dict]) -> dict[str, list]:
@@ -81,7 +82,7 @@ def as_records(columns: dict[str, list]) -> list[dict]:
     return [dict(zip(keys, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
 
-def _check_split(entry, where: str, num_classes: int) -> None:
+def _check_split(entry, where: str, kind: TargetKind, num_classes: int) -> None:
     _expect(isinstance(entry, dict), where, "an object")
     shape = entry.get("shape")
     _expect(
@@ -102,8 +103,8 @@ def _check_split(entry, where: str, num_classes: int) -> None:
         f"{where}.checksums.images",
         f"a list of {n_blocks} strings",
     )
-    _expect(isinstance(sums.get("labels"), str), f"{where}.checksums.labels", "a string")
-    _check_files(entry.get("files"), f"{where}.files", shape[0], num_classes)
+    _expect(isinstance(sums.get("targets"), str), f"{where}.checksums.targets", "a string")
+    _check_files(entry.get("files"), f"{where}.files", shape[0], kind, num_classes)
 
 
 def version_problem(manifest) -> str | None:
@@ -121,6 +122,8 @@ def manifest_problem(manifest) -> str | None:
         _expect(isinstance(manifest, dict), "the manifest", "a JSON object")
         _expect(manifest.get("version") == CACHE_VERSION, "version", str(CACHE_VERSION))
         _expect(isinstance(manifest.get("params"), dict), "params", "an object")
+        _expect(manifest.get("target_kind") in kind_names(), "target_kind", f"one of {kind_names()}")
+        kind = target_kind(manifest["target_kind"])
         classes = manifest.get("class_to_idx")
         _expect(
             isinstance(classes, dict) and sorted(classes.values()) == list(range(len(classes))) and len(classes) > 0,
@@ -130,7 +133,7 @@ def manifest_problem(manifest) -> str | None:
         splits = manifest.get("splits")
         _expect(isinstance(splits, dict) and "train" in splits, "splits", "an object with a 'train' split")
         for split, entry in splits.items():
-            _check_split(entry, f"splits.{split}", len(classes))
+            _check_split(entry, f"splits.{split}", kind, len(classes))
         channels = splits["train"]["shape"][1]
         for key, low in (("mean", 0.0), ("std", 1e-9)):  # a std of 0 would divide every pixel by zero
             value = manifest.get(key)
@@ -203,7 +206,7 @@ def _digest(data) -> str:
 
 
 def file_checksum(path: Path) -> str:
-    """Checksum of a whole (small) file, e.g. a labels array."""
+    """Checksum of a whole (small) file, e.g. a targets array."""
     return _digest(path.read_bytes())
 
 

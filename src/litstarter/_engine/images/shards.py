@@ -1,12 +1,12 @@
 """``shards.json``: the manifest beside a dataset written as LitData shards, and the mark that it is complete.
 
 A shard folder holds one LitData dataset per split (``<root>/train/``, ``val/``, ``test/``: chunks and each its
-``index.json``) and ``shards.json``: the class names, the preprocessing parameters, the split description, the
-train split's per-channel mean and std and class counts, and a fingerprint of the source. Training needs nothing
-else from the original folder. ``shards.json`` is written last, so a folder (or an ``s3://`` prefix) without it is
-not a dataset: locally the whole folder is renamed into place; on object storage, where there is no rename, the
-manifest is the commit marker. No LitData, torch or boto3 here at import; ``s3://`` reads and writes go through
-boto3 (which reads ``AWS_ENDPOINT_URL`` and the usual credentials), imported only then.
+``index.json``) and ``shards.json``: the targets' kind, the class names, the preprocessing parameters, the split
+description, the train split's per-channel mean and std and class counts, and a fingerprint of the source. Training
+needs nothing else from the original folder. ``shards.json`` is written last, so a folder (or an ``s3://`` prefix)
+without it is not a dataset: locally the whole folder is renamed into place; on object storage, where there is no
+rename, the manifest is the commit marker. No LitData, torch or boto3 here at import; ``s3://`` reads and writes go
+through boto3 (which reads ``AWS_ENDPOINT_URL`` and the usual credentials), imported only then.
 """
 
 from __future__ import annotations
@@ -18,10 +18,21 @@ from ..atomic_io import write_json
 from ..errors import UsageError
 
 SHARDS_MANIFEST = "shards.json"
-#: Bumped when the shards' fields change: shards of another version are rewritten, not read.
-SHARDS_VERSION = 1
+#: Bumped when the shards' fields change: shards of another version are rewritten, not read (2: ``target``).
+SHARDS_VERSION = 2
 #: What every manifest holds.
-REQUIRED = ("version", "class_names", "channels", "image_size", "resize_size", "mean", "std", "splits", "fingerprint")
+REQUIRED = (
+    "version",
+    "target_kind",
+    "class_names",
+    "channels",
+    "image_size",
+    "resize_size",
+    "mean",
+    "std",
+    "splits",
+    "fingerprint",
+)
 
 
 def is_remote(root: str) -> bool:

@@ -23,6 +23,7 @@ from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from ..atomic_io import unwritable_reason
 from ..errors import UsageError
+from ..targets import target_kind
 
 log = logging.getLogger("litstarter")
 
@@ -126,21 +127,30 @@ class CheckCheckpointsWritten(Callback):
 class WarnOnTinyValidation(Callback):
     """At the start of ``fit``, one line when the validation split has under :data:`MIN_VAL_IMAGES` images or a
     class under :data:`MIN_VAL_PER_CLASS`: the best checkpoint and early stopping are then chosen on a few images'
-    luck (macro-F1 reaches 1.0 early and ties). Data modules whose splits are arrays (``val_set.labels``) only."""
+    luck (macro-F1 reaches 1.0 early and ties). Data modules whose splits are arrays (``val_set.targets``) only."""
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Count the validation split, per class."""
-        labels = getattr(getattr(trainer.datamodule, "val_set", None), "labels", None)
+        """Count the validation split, per class (per label); targets without classes (values) by images alone."""
+        datamodule = trainer.datamodule
+        labels = getattr(getattr(datamodule, "val_set", None), "targets", None)
         if labels is None or not trainer.is_global_zero:
             return
-        num_classes = int(getattr(trainer.datamodule, "num_classes", 0) or (np.max(labels, initial=-1) + 1))
         labels = np.asarray(labels)
-        if labels.ndim == 2:  # multi-label: images with each label
-            counts = labels.sum(axis=0).astype(np.int64)
-        else:
-            counts = np.bincount(labels.astype(np.int64), minlength=num_classes)
-        smallest = int(counts.min()) if counts.size else 0
-        if len(labels) >= MIN_VAL_IMAGES and smallest >= MIN_VAL_PER_CLASS:
+        try:  # images per class, or with each label; the data's kind decides (litstarter._engine.targets)
+            counts = target_kind(getattr(datamodule, "target_kind", "class")).class_counts(
+                labels, int(getattr(datamodule, "num_classes", 0) or (np.max(labels, initial=-1) + 1))
+            )
+        except (KeyError, UsageError):  # values, or a kind of the project's own: no class to count
+            counts = None
+        smallest = int(counts.min()) if counts is not None and counts.size else 0
+        if len(labels) >= MIN_VAL_IMAGES and (counts is None or smallest >= MIN_VAL_PER_CLASS):
+            return
+        if counts is None:
+            log.warning(
+                f"the validation split has {len(labels)} images: too few to select a checkpoint on (under"
+                f" {MIN_VAL_IMAGES} it is mostly luck). Raise data.val_fraction, or add images to the validation"
+                " folder"
+            )
             return
         log.warning(
             f"the validation split has {len(labels)} images ({smallest} of its smallest class):"

@@ -14,6 +14,7 @@ from torch import nn
 
 from ..checkpoints import CheckpointError, load_torch_file, uncompiled_keys
 from ..errors import UsageError
+from ..targets import target_kind
 
 log = logging.getLogger("litstarter")
 
@@ -60,19 +61,25 @@ def data_fact(datamodule, name: str):
 
 
 def num_classes_of(datamodule) -> int:
-    """``data.num_classes``, linked into ``model.num_classes``; class data (``target_kind`` ``class`` or
-    ``label_set``) with fewer than two classes is the data's error; other targets (values) need one output.
+    """``data.num_classes``, linked into ``model.num_classes``: fewer than the targets' kind needs (two classes, two
+    labels, one target column; one output for a kind of the project's own) is the data's error.
 
     Raises:
         UsageError: Naming the data's folder (or source) and its one class, not a model setting the user never set.
     """
     n = int(data_fact(datamodule, "num_classes"))
-    kind = getattr(datamodule, "target_kind", "class")
-    if n >= 2 or (n >= 1 and kind not in ("class", "label_set")):
+    try:
+        kind = target_kind(getattr(datamodule, "target_kind", "class"))
+    except KeyError:  # a kind the engine does not know: its task checks its own outputs
+        kind = None
+    if n >= (kind.fewest if kind is not None else 1):
         return n
     source = getattr(datamodule, "root", None) or getattr(datamodule, "labels", None) or type(datamodule).__name__
     names = list(getattr(datamodule, "class_names", None) or [])
-    if kind == "label_set":  # labels from a file's rows, not from folders
+    if kind is None or not kind.single_class and kind.noun != "label":
+        noun, fewest = (kind.noun, kind.fewest) if kind is not None else ("output", 1)
+        raise UsageError(f"'{source}' has {n} {noun}s {names}: the data needs at least {fewest}")
+    if kind.noun == "label":  # labels from a file's rows, not from folders
         raise UsageError(
             f"'{source}': data.labels names {n} label(s) {names}; a multi-label classifier needs at least 2 (rows"
             " naming them; a row with no label is an image with none)"

@@ -298,7 +298,7 @@ def test_multi_process_build_equals_the_in_process_build(tmp_path: Path) -> None
     parallel.prepare_data()
     for split in ("train", "val"):
         np.testing.assert_array_equal(serial.cache.images(split).array(), parallel.cache.images(split).array())
-        np.testing.assert_array_equal(serial.cache.labels(split), parallel.cache.labels(split))
+        np.testing.assert_array_equal(serial.cache.targets(split), parallel.cache.targets(split))
     assert serial.cache.mean == parallel.cache.mean
 
 

@@ -51,11 +51,11 @@ def test_image_folder_subset_relabels_and_caches_separately(tmp_path: Path) -> N
     for name in ("train_set", "val_set", "test_set"):
         kept = getattr(subset, name)
         levels = kept.eval_view(range(len(kept)))[0].mean(axis=(1, 2, 3))  # un-augmented (train would invert)
-        labels = kept.labels
+        labels = kept.targets
         assert set(labels.tolist()) == {0, 1}
         assert np.all(levels[labels == 0] >= 200) and np.all(levels[labels == 1] < 100)  # owl -> 0, cat -> 1
         all_of = getattr(full, name)
-        assert len(kept) == int(np.isin(all_of.labels, [0, 2]).sum())  # same split membership as with all classes
+        assert len(kept) == int(np.isin(all_of.targets, [0, 2]).sum())  # same split membership as with all classes
     assert subset.class_counts().tolist() == [4, 4]
 
 

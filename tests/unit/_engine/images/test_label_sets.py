@@ -34,14 +34,14 @@ def write_pool(root: Path, sets=SETS, split: list[str] | None = None) -> Path:
 
 def test_both_forms_read_the_same_label_sets_and_say_which_form(tmp_path: Path) -> None:
     root = write_pool(tmp_path)
-    by_labels, form = read_labels_file(root / "labels.csv", root)
-    by_columns, other = read_labels_file(root / "columns.csv", root)
+    by_labels, form, _ = read_labels_file(root / "labels.csv", root)
+    by_columns, other, _ = read_labels_file(root / "columns.csv", root)
     assert (form, other) == ("labels", "columns")
     assert [r.labels for r in by_labels] == [r.labels for r in by_columns] == [tuple(sorted(s)) for s in SETS]
     folders = [CachedImageFolder(root, name, image_size=16, cache_dir=tmp_path / "c") for name in ("labels.csv",
                "columns.csv")]  # fmt: skip
     assert [f.class_names for f in folders] == [NAMES, NAMES]
-    assert all(f.multilabel for f in folders)
+    assert all(f.target_kind == "label_set" for f in folders)
     listings = [f.listing() for f in folders]
     assert [s.path for s in listings[0].sources["val"]] == [s.path for s in listings[1].sources["val"]]
     assert "multi-label" in listings[0].layout and "2 image(s) with none" in listings[0].layout
@@ -53,16 +53,16 @@ def test_targets_follow_the_cache_order_and_empty_sets_are_rows_of_zeros(tmp_pat
     cache, _ = folder.prepare()
     by_path = {f"img/{i}.png": s for i, s in enumerate(SETS)}
     for split in cache.splits:
-        targets = folder.targets(cache, split)
+        targets = cache.targets(split)
         expected = multi_hot([by_path[p] for p in cache.column(split, "path")], NAMES)
         assert np.array_equal(targets, expected)
-    assert sum(int(folder.targets(cache, s).sum(1).__eq__(0).sum()) for s in cache.splits) == 2
+    assert sum(int(cache.targets(s).sum(1).__eq__(0).sum()) for s in cache.splits) == 2
 
 
 def test_a_quoted_separator_still_separates_and_repeats_collapse(tmp_path: Path) -> None:
     write_image(tmp_path / "a.png")
     (tmp_path / "labels.csv").write_text('path,labels\n"a.png","cat;dog;cat"\n')
-    (rows, _) = read_labels_file(tmp_path / "labels.csv", tmp_path)
+    (rows, _, _) = read_labels_file(tmp_path / "labels.csv", tmp_path)
     assert rows[0].labels == ("cat", "dog")
 
 

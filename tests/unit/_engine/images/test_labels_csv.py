@@ -53,13 +53,13 @@ def test_without_a_split_column_the_fractions_split_it_and_a_changed_csv_rebuild
     rows = [f"img/{c}/00{i}.png,{c}" for c in ("10", "2") for i in range(6)]
     csv = write_csv(pool / "labels.csv", rows, "path,label")
     dm = module(pool, tmp_path, "labels.csv", test_fraction=0.2)
-    sizes = {s: Counter(dm.cache.labels(s).tolist()) for s in dm.cache.splits}
+    sizes = {s: Counter(dm.cache.targets(s).tolist()) for s in dm.cache.splits}
     assert sizes == {"train": {0: 3, 1: 3}, "val": {0: 2, 1: 2}, "test": {0: 1, 1: 1}}
     assert module(pool, tmp_path, "labels.csv", test_fraction=0.2).cache.reused
     csv.write_text(csv.read_text().replace("img/2/005.png,2", "img/2/005.png,10"))  # one label changed
     relabelled = module(pool, tmp_path, "labels.csv", test_fraction=0.2)
     assert not relabelled.cache.reused
-    assert sum(Counter(relabelled.cache.labels(s).tolist())[0] for s in relabelled.cache.splits) == 7
+    assert sum(Counter(relabelled.cache.targets(s).tolist())[0] for s in relabelled.cache.splits) == 7
 
 
 def test_missing_files_are_bad_files_listed_together(pool: Path, tmp_path: Path) -> None:

@@ -28,18 +28,18 @@ def test_class_layout_splits_every_class_by_the_fractions_seeded(tmp_path: Path)
     layout = detect_layout(root)
     assert layout.kind == "classes" and layout.class_names == ["a_cat", "b_dog"]  # sorted folder names
     sources = list_sources(root, layout, 0.2, 0.1, seed=3).sources
-    per_split = {s: Counter(f.label for f in files) for s, files in sources.items()}
+    per_split = {s: Counter(f.target for f in files) for s, files in sources.items()}
     assert per_split == {"train": {0: 7, 1: 14}, "val": {0: 2, 1: 4}, "test": {0: 1, 1: 2}}
     paths = [f.path for f in files_of(sources)]
     assert len(paths) == len(set(paths)) == 30
-    assert all(f.path.startswith(layout.class_names[f.label] + "/") for f in files_of(sources))
+    assert all(f.path.startswith(layout.class_names[f.target] + "/") for f in files_of(sources))
     assert list_sources(root, layout, 0.2, 0.1, seed=3).sources == sources
     other = list_sources(root, layout, 0.2, 0.1, seed=4).sources
     assert {f.path for f in other["val"]} != {f.path for f in sources["val"]}
     # Adding a file to one class leaves the other class's split alone.
     write_image(root / "b_dog" / "new.png")
     grown = list_sources(root, layout, 0.2, 0.1, seed=3).sources
-    assert [f for f in grown["val"] if f.label == 0] == [f for f in sources["val"] if f.label == 0]
+    assert [f for f in grown["val"] if f.target == 0] == [f for f in sources["val"] if f.target == 0]
 
 
 def test_split_folders_under_any_alias_and_case_are_used_as_given(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_split_folders_under_any_alias_and_case_are_used_as_given(tmp_path: Path
 def test_train_test_carves_val_from_train_stratified_and_seeded(tmp_path: Path) -> None:
     root = make_image_folder(tmp_path / "root", {"train": {"x": 20, "y": 10}, "test": {"x": 3, "y": 3}})
     listing = listing_of(root, val_fraction=0.2, test_fraction=0.4, seed=1)  # test_fraction: not this layout's
-    sizes = {s: Counter(f.label for f in files) for s, files in listing.sources.items()}
+    sizes = {s: Counter(f.target for f in files) for s, files in listing.sources.items()}
     assert sizes == {"train": {0: 16, 1: 8}, "val": {0: 4, 1: 2}, "test": {0: 3, 1: 3}}
     assert all(f.path.startswith("train/") for f in listing.sources["val"])
     assert not {f.path for f in listing.sources["val"]} & {f.path for f in listing.sources["train"]}
@@ -137,7 +137,7 @@ def test_a_class_with_too_few_images_for_the_split_is_named(tmp_path: Path) -> N
     small = make_image_folder(tmp_path / "small", {"pair": 2, "plenty": 10})
     sources = listing_of(small, 0.2, 0.0).sources  # without a test split two images are enough
     assert set(sources) == {"train", "val"}
-    assert Counter(f.label for f in sources["val"]) == {0: 1, 1: 2}
+    assert Counter(f.target for f in sources["val"]) == {0: 1, 1: 2}
 
 
 def test_every_split_must_hold_exactly_trains_classes(tmp_path: Path) -> None:
@@ -161,7 +161,7 @@ def test_directory_link_loops_and_cross_links_never_multiply_the_data(tmp_path: 
     os.link(root / "a" / "000.png", root / "a" / "hardlink.png")  # one real file, two names
     listing = listing_of(root, 0.34, 0.0)
     files = files_of(listing.sources)
-    assert Counter(f.label for f in files) == {0: 6, 1: 6, 2: 9}
+    assert Counter(f.target for f in files) == {0: 6, 1: 6, 2: 9}
     assert len({f.path for f in files}) == len(files) == 21
     assert all(f.path.startswith(("a/", "b/", "c/")) for f in files)
     assert "did not follow 4 folder link(s)" in listing.notes

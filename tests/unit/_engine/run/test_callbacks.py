@@ -15,7 +15,7 @@ from litstarter._engine.run.callbacks import SayWhatAMidEpochResumeReplays, Warn
 def fit_start(labels, num_classes: int, caplog) -> str:
     trainer = SimpleNamespace(
         is_global_zero=True,
-        datamodule=SimpleNamespace(val_set=SimpleNamespace(labels=np.asarray(labels)), num_classes=num_classes),
+        datamodule=SimpleNamespace(val_set=SimpleNamespace(targets=np.asarray(labels)), num_classes=num_classes),
     )
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="litstarter"):

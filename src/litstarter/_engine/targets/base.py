@@ -1,0 +1,99 @@
+"""What a target kind decides, from the listing to the batch (``TargetKind``), and its defaults."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from ..images.splits import SourceFile
+
+
+class TargetKind:
+    """One kind of target: how a split's listed targets are stored, split, written and counted.
+
+    A source file's ``target`` is what its layout listed, as plain JSON (it is in the cache manifest and the listing
+    digest): a class index, a tuple of label names, a tuple of numbers. The arrays below are what :meth:`stack`
+    makes of a split's targets, the cache stores (``<split>.targets.npy``) and the dataset serves row by row.
+    """
+
+    #: The kind's name: a data module's ``target_kind``, and a task's.
+    name: ClassVar[str] = ""
+    #: What one of the data's ``class_names`` is called in messages: a class, a label, a target.
+    noun: ClassVar[str] = "class"
+    #: How a split carved by the fractions is stratified, in the layout line.
+    how: ClassVar[str] = "stratified"
+    #: What is left for train once val and test are carved, in the layout line.
+    rest: ClassVar[str] = "the rest"
+    #: Whether each image has exactly one class (what class-balancing samplers and ``data.classes`` need).
+    single_class: ClassVar[bool] = False
+    #: The fewest names (classes, labels, target columns) the data must have.
+    fewest: ClassVar[int] = 2
+
+    def stack(self, targets: Sequence, names: Sequence[str]) -> np.ndarray:
+        """A split's listed targets, in order, as the ``(N, ...)`` array the cache stores."""
+        raise NotImplementedError
+
+    def carve(
+        self,
+        files: list[SourceFile],
+        names: list[str],
+        val_fraction: float,
+        test_fraction: float,
+        seed: int,
+        where: str,
+    ) -> dict[str, list[SourceFile]]:
+        """``{split: files}`` by the fractions, stratified in this kind's terms and seeded; ``test`` only when
+        ``test_fraction > 0``.
+
+        Raises:
+            BadInputError: too few images to give every split one (naming ``where``).
+        """
+        raise NotImplementedError
+
+    def order(self, files: list[SourceFile]) -> list[SourceFile]:
+        """A given split (split folders, a ``split`` column) in the order the cache stores it: by path."""
+        return sorted(files, key=lambda f: os.fsencode(f.path))
+
+    def strata(self, stored: np.ndarray) -> np.ndarray:
+        """``(N, G)`` 0/1 groups that cv folds keep in proportion (one column per class, label or value band)."""
+        raise NotImplementedError
+
+    def strata_names(self, names: Sequence[str], stored: np.ndarray) -> list[str]:
+        """What each column of :meth:`strata` is called in messages: the class (label) names."""
+        return list(names)
+
+    def text(self, row, names: Sequence[str]) -> str:
+        """One stored target as a labels CSV cell writes it (cv's split files and out-of-fold predictions)."""
+        raise NotImplementedError
+
+    def column(self, names: Sequence[str]) -> list[str]:
+        """The labels CSV columns :meth:`text` fills (one, unless a kind says otherwise)."""
+        return ["label"]
+
+    def cells(self, row, names: Sequence[str]) -> list[str]:
+        """One stored target's cells under :meth:`column`."""
+        return [self.text(row, names)]
+
+    def valid(self, target, k: int) -> bool:
+        """Whether a manifest's listed ``target`` is one of this kind over ``k`` names (a hand edit is not)."""
+        raise NotImplementedError
+
+    def empty(self, stored: np.ndarray, names: Sequence[str]) -> list[str]:
+        """The names no image of ``stored`` (the train split, after bad files were skipped) has; none by default."""
+        return []
+
+    def class_counts(self, stored: np.ndarray, k: int) -> np.ndarray:
+        """``(k,)`` images per class (per label) of ``stored``: inverse-frequency weights and samplers."""
+        raise NotImplementedError
+
+    def summary(self, by_split: dict[str, np.ndarray], names: Sequence[str]) -> dict:
+        """What ``inspect`` reports of the targets beyond images per class, as report entries (JSON): nothing by
+        default."""
+        return {}
+
+    def summary_lines(self, summary: dict) -> list[str]:
+        """:meth:`summary`'s entries as lines of ``inspect``'s table."""
+        return []
