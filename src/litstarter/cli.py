@@ -8,21 +8,35 @@ into the model, and testing the best checkpoint after ``fit``, beside a linear b
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
+import pkgutil
 from pathlib import Path
 
 import lightning as L
 from lightning.pytorch.cli import LightningArgumentParser
 
+from litstarter._engine.errors import UserError
 from litstarter._engine.run.checks import data_fact, num_classes_of
 from litstarter._engine.run.cli import RunCLI
 from litstarter._engine.run.tracking import SaveConfigAndLogIt
 from litstarter.callbacks.write_test_metrics import WriteTestMetrics
 from litstarter.models.timm_data_config import resize_of
-from litstarter.tasks import classification, multilabel  # noqa: F401  (the package's tasks, by short name too)
 from litstarter.tasks.base import ImageTask
 
 log = logging.getLogger("litstarter")
+
+
+def import_tasks() -> None:
+    """Import every task module of the package (``tasks/<name>.py``; not the answers): each is then known by its
+    short name (``--model ImageRegressor``) and by the config that selects it. A new task is a new file."""
+    package = importlib.import_module("litstarter.tasks")
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.endswith("answers"):
+            importlib.import_module(f"{package.__name__}.{info.name}")
+
+
+import_tasks()
 
 
 def resize_size_of(datamodule) -> tuple[int, int] | None:
@@ -75,7 +89,7 @@ class LitStarterCLI(RunCLI):
         # The data module knows its classes, channels and size; nobody should type them twice. apply_on="instantiate":
         # read from the data module object once it is built. Each through a function that names a missing fact.
         links = {
-            "num_classes": num_classes_of,  # one class is the data's error, not model.num_classes'
+            "num_classes": self.num_classes_for_task,  # the task's targets and one class: the data's error
             "in_channels": functools.partial(data_fact, name="channels"),
             "image_size": functools.partial(data_fact, name="image_size"),
             "class_names": functools.partial(data_fact, name="class_names"),
@@ -105,10 +119,26 @@ class LitStarterCLI(RunCLI):
         fill_in_backbone_resize(self.active_config())
 
     def instantiate_classes(self) -> None:
-        """Build everything, then let the task refuse data whose targets are another task's (one line)."""
-        super().instantiate_classes()
-        if isinstance(self.model, ImageTask) and self.datamodule is not None:
-            self.model.check_targets(self.datamodule)
+        """Build everything; a refusal from a link's function (:meth:`num_classes_for_task`) is raised as it is,
+        not inside jsonargparse's ``Call to compute_fn of link ...`` wrapper."""
+        try:
+            super().instantiate_classes()
+        except ValueError as err:
+            if isinstance(err.__cause__, UserError):
+                raise err.__cause__ from None
+            raise
+
+    def num_classes_for_task(self, datamodule) -> int:
+        """``data.num_classes`` for ``model.num_classes``, once the configured task has checked that the data's
+        targets are its own (before the task is built: a task of two classes would refuse one value column as
+        ``model.num_classes``, never naming the data)."""
+        model = self.active_config().get("model")
+        path = str(getattr(model, "class_path", None) or "")  # parsed: the full dotted path
+        module, _, name = path.rpartition(".")
+        task = getattr(importlib.import_module(module), name, None) if module else None
+        if isinstance(task, type) and issubclass(task, ImageTask):
+            task.check_targets(datamodule)
+        return num_classes_of(datamodule)
 
     def after_fit(self) -> None:
         """Test the best checkpoint on the test split, unless ``test_after_fit: false``; then the engine's after-fit

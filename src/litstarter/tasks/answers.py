@@ -45,6 +45,10 @@ class TaskAnswers:
     agreement_name: ClassVar[str] = "agreement"
     #: The export report's name for :meth:`score` (INT8 is accepted on its drop against eager).
     score_name: ClassVar[str] = "score"
+    #: The task's own metric that :meth:`score` is (``val/<metric_name>``): cv's out-of-fold figure is keyed by it.
+    metric_name: ClassVar[str] = "score"
+    #: Before each name in the columns of :meth:`outputs` (cv's out-of-fold file).
+    output_prefix: ClassVar[str] = "prob_"
 
     def __init__(self, class_names: Sequence[str], state: Mapping | None = None) -> None:
         self.class_names = list(class_names)
@@ -105,12 +109,24 @@ class TaskAnswers:
             cells += [name, f"{value:.6f}"]
         return cells
 
+    def output_columns(self) -> list[str]:
+        """A column name per output: ``prob_<class>``."""
+        return [f"{self.output_prefix}{name}" for name in self.class_names]
+
+    def predicted(self, p: np.ndarray) -> str:
+        """One image's answer from its ``(K,)`` outputs, as a labels CSV would write its target (a class name)."""
+        raise NotImplementedError
+
     def agreement(self, outputs: np.ndarray, reference: np.ndarray) -> float:
         """The share of images whose answer from ``outputs`` logits is the one from ``reference`` logits."""
         raise NotImplementedError
 
     def score(self, logits: np.ndarray, targets: np.ndarray) -> float:
         """The task's headline figure of ``logits`` against the data's ``targets`` (higher is better)."""
+        return self.scored(self.outputs(logits), targets)
+
+    def scored(self, outputs: np.ndarray, targets: np.ndarray) -> float:
+        """:meth:`score` of the task's outputs (:meth:`outputs`) rather than of logits."""
         raise NotImplementedError
 
 

@@ -137,14 +137,15 @@ class ImageTask(L.LightningModule):
         """Arguments a task keeps out of its checkpoints' hyper-parameters (evaluation choices)."""
         return ()
 
-    def check_targets(self, datamodule) -> None:
+    @classmethod
+    def check_targets(cls, datamodule) -> None:
         """Refuse, in one line, data whose targets are another task's (its ``target_kind``, ``class`` if unset)."""
         kind = getattr(datamodule, "target_kind", "class")
-        if kind != self.target_kind:
+        if kind != cls.target_kind:
             source = getattr(datamodule, "target_source", None) or f"data ({type(datamodule).__name__})"
             raise UsageError(
-                f"{source} holds {kind} targets but the task is {type(self).__name__}, which trains on"
-                f" {self.target_kind} targets; pick the task for them, e.g. --config {config_for_kind(kind)}"
+                f"{source} holds {kind} targets but the task is {cls.__name__}, which trains on"
+                f" {cls.target_kind} targets; pick the task for them, e.g. --config {config_for_kind(kind)}"
             )
 
     def setup(self, stage: str) -> None:

@@ -14,14 +14,19 @@ class ClassificationAnswers(TaskAnswers):
     output_kind = "logits; apply softmax for probabilities"
     agreement_name = "top1_agreement"
     score_name = "accuracy"
+    metric_name = "acc"
 
     def agreement(self, outputs: np.ndarray, reference: np.ndarray) -> float:
         """The share of images with the same top-1 class."""
         return float((outputs.argmax(1) == reference.argmax(1)).mean())
 
-    def score(self, logits: np.ndarray, targets: np.ndarray) -> float:
+    def scored(self, outputs: np.ndarray, targets: np.ndarray) -> float:
         """Accuracy against ``(N,)`` class indices."""
-        return float((logits.argmax(1) == targets[: len(logits)]).mean())
+        return float((outputs.argmax(1) == targets[: len(outputs)]).mean())
+
+    def predicted(self, p: np.ndarray) -> str:
+        """The likeliest class's name."""
+        return self.class_names[int(np.argmax(p))]
 
     def contract_fields(self) -> dict:
         """Nothing: a contract without ``task`` is single-label."""

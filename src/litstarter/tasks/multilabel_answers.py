@@ -17,6 +17,7 @@ class MultilabelAnswers(TaskAnswers):
     state_keys = ("thresholds",)
     agreement_name = "label_set_agreement"
     score_name = "map_macro"
+    metric_name = "map_macro"
 
     def agreement(self, outputs: np.ndarray, reference: np.ndarray) -> float:
         """The share of images whose predicted label set (at the thresholds) is the same."""
@@ -24,17 +25,20 @@ class MultilabelAnswers(TaskAnswers):
         same = (self.outputs(outputs) >= thresholds) == (self.outputs(reference) >= thresholds)
         return float(same.all(axis=1).mean())
 
-    def score(self, logits: np.ndarray, targets: np.ndarray) -> float:
-        """Mean average precision over the labels with a positive in ``(N, K)`` 0/1 ``targets`` (as the task's
-        ``map_macro``: a label without one is left out)."""
+    def scored(self, outputs: np.ndarray, targets: np.ndarray) -> float:
+        """Mean average precision of the ``(N, K)`` probabilities over the labels with a positive in the 0/1
+        ``targets`` (as the task's ``map_macro``: a label without one is left out)."""
         from sklearn.metrics import average_precision_score
 
-        targets = np.asarray(targets)[: len(logits)] > 0
+        targets = np.asarray(targets)[: len(outputs)] > 0
         present = targets.any(axis=0)
         if not present.any():
             return 0.0
-        probabilities = self.outputs(logits)[:, present]
-        return float(average_precision_score(targets[:, present], probabilities, average="macro"))
+        return float(average_precision_score(targets[:, present], outputs[:, present], average="macro"))
+
+    def predicted(self, p: np.ndarray) -> str:
+        """The labels at or above their thresholds, ``;``-joined."""
+        return ";".join(self.answer(p, len(p))[1])
 
     @property
     def thresholds(self) -> list[float]:

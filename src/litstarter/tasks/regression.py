@@ -64,7 +64,7 @@ class ImageRegressor(ImageTask):
         datamodule = self.trainer.datamodule
         if stage != "fit" or datamodule is None or self.trainer.ckpt_path is not None:
             return
-        targets = torch.as_tensor(datamodule.train_set.labels, dtype=torch.float64).reshape(-1, len(self.target_mean))
+        targets = torch.as_tensor(datamodule.train_set.targets, dtype=torch.float64).reshape(-1, len(self.target_mean))
         mean, std = targets.mean(0), targets.std(0, correction=0)
         self.target_mean.copy_(mean)
         self.target_std.copy_(torch.where(std > 0, std, torch.ones_like(std)))  # a constant target: std 1

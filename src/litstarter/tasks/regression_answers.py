@@ -22,6 +22,8 @@ class RegressionAnswers(TaskAnswers):
     min_outputs = 1
     agreement_name = "value_agreement"
     score_name = "r2"
+    metric_name = "r2"
+    output_prefix = "value_"
 
     def outputs(self, logits: np.ndarray) -> np.ndarray:
         """The values, ``(B, K)`` float64 in the targets' units."""
@@ -49,9 +51,13 @@ class RegressionAnswers(TaskAnswers):
         """The share of images whose every standardised output is within :data:`AGREEMENT_STDS` of eager's."""
         return float((np.abs(outputs - reference) <= AGREEMENT_STDS).all(axis=1).mean())
 
-    def score(self, logits: np.ndarray, targets: np.ndarray) -> float:
+    def predicted(self, p: np.ndarray) -> str:
+        """The values, ``;``-joined."""
+        return ";".join(f"{float(v):.9g}" for v in p)
+
+    def scored(self, outputs: np.ndarray, targets: np.ndarray) -> float:
         """R² of the values against ``(N, K)`` targets, averaged over the targets (as the task's ``r2``)."""
-        values = self.outputs(logits)
+        values = outputs
         truth = np.asarray(targets, dtype=np.float64)[: len(values)].reshape(values.shape)
         residual = ((truth - values) ** 2).sum(axis=0)
         total = ((truth - truth.mean(axis=0)) ** 2).sum(axis=0)

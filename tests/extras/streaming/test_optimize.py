@@ -152,7 +152,7 @@ def test_digits_and_a_labels_csv_convert_through_their_data_modules(converted, t
     images, labels = stream_eval_view(tmp_path / "digits", "test")
     assert images.tobytes() == digits.test_set.images.tobytes()
     expected = load_digits().target[digits.split_indices()["test"]]
-    assert labels.tolist() == digits.test_set.labels.tolist() == expected.tolist()
+    assert labels.tolist() == digits.test_set.targets.tolist() == expected.tolist()
 
     rows = ["path,label,split"] + [
         f"{p.relative_to(converted['root'])},{p.parent.name},{'val' if i % 4 == 0 else 'train'}"
@@ -170,15 +170,32 @@ def test_digits_and_a_labels_csv_convert_through_their_data_modules(converted, t
 def test_data_it_cannot_convert_is_refused_in_one_line(converted, tmp_path: Path, capsys) -> None:
     shards = ["--config", str(DEFAULT_CONFIG), "--data", "litstarter.data.StreamingDataModule",
               f"--data.root={converted['output']}"]  # fmt: skip
+    assert optimize([*shards, "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if ": error: " in line]  # beside the cache's own log lines
+    assert len(errors) == 1 and "StreamingDataModule" in errors[0] and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_label_sets_and_values_go_through_the_shards_as_the_cache_holds_them(converted, tmp_path: Path) -> None:
     files = sorted(p.relative_to(converted["root"]) for p in converted["root"].rglob("*.*"))
     (tmp_path / "tags.csv").write_text("path,labels\n" + "".join(f"{p},{p.parent.name};x\n" for p in files))
-    tags = folder_args(converted["root"], tmp_path / "cache", "--data.labels", str(tmp_path / "tags.csv"))
-    for args, named in ((shards, "StreamingDataModule"), (tags, "multi-label")):
-        assert optimize([*args, "--output", str(tmp_path / "out")]) == 2
-        err = capsys.readouterr().err
-        errors = [line for line in err.splitlines() if ": error: " in line]  # beside the cache's own log lines
-        assert len(errors) == 1 and named in errors[0] and "Traceback" not in err, err
-    assert not (tmp_path / "out").exists()
+    rows = "".join(f"{p},{i * 0.25},{-i}\n" for i, p in enumerate(files))
+    (tmp_path / "values.csv").write_text("path,Age,tilt\n" + rows)
+    for name, kind in (("tags", "label_set"), ("values", "value")):
+        args = folder_args(converted["root"], tmp_path / "cache", "--data.labels", str(tmp_path / f"{name}.csv"))
+        assert optimize([*args, "--output", str(tmp_path / name)]) == 0
+        cached = fit_data_module(args)
+        cached.prepare_data()
+        cached.setup("fit")
+        manifest = json.loads((tmp_path / name / "shards.json").read_text())
+        assert manifest["target_kind"] == kind == StreamingDataModule(str(tmp_path / name)).target_kind
+        for split in ("train", "val", "test"):
+            order = stored_indices(tmp_path / name, split)
+            _, streamed = stream_eval_view(tmp_path / name, split)
+            expected = getattr(cached, f"{split}_set").targets[np.asarray(order)]
+            assert streamed.dtype == np.float32 and np.array_equal(streamed, expected), (name, split)
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -28,6 +28,7 @@ from litstarter.extras.cv.fold_run import PREDICTIONS, evaluate, finished, fit, 
 from litstarter.extras.cv.folds import assign_folds, copy_groups
 from litstarter.extras.cv.pool import Pool, read_pool
 from litstarter.extras.cv.report import METRICS_FILE, OOF_FILE, chosen_epochs, table, write_metrics, write_oof
+from litstarter.tasks.answers import answers_class
 
 REFUSED = ("--ckpt_path", "--print_config")  # each fold resumes itself; a study is not a print
 STUDY_FILE = "study.json"
@@ -137,6 +138,14 @@ def refit(study_dir: Path, pool: Pool, fit_args: list[str], config: dict, epochs
     return record
 
 
+def fold_strata(pool) -> tuple[np.ndarray, list[str]]:
+    """What the folds keep in proportion, by the targets' kind: ``(n,)`` one group per item (its class, its band of
+    values) or ``(n, G)`` several (label sets), and each group's name for the messages."""
+    strata = pool.kind.strata(pool.targets)
+    names = pool.kind.strata_names(pool.class_names, pool.targets)
+    return (strata.argmax(axis=1), names) if (strata.sum(axis=1) == 1).all() else (strata, names)
+
+
 def main(argv: list[str]) -> int:
     """Run ``litstarter cv``; return the exit code."""
     args, overrides = parse_args(argv)
@@ -147,7 +156,8 @@ def main(argv: list[str]) -> int:
     study_dir = study_folder(config, args.folds)
     pool = read_pool(config)
     groups = copy_groups(pool.sha256, pool.phash)
-    folds = assign_folds(pool.labels, groups, args.folds, seed, pool.class_names)
+    strata, strata_names = fold_strata(pool)
+    folds = assign_folds(strata, groups, args.folds, seed, strata_names)
     merged = len(groups) - len(np.unique(groups))
     print(
         f"litstarter cv: {len(pool.ids)} training images, {args.folds} folds (seed {seed}); {merged} copies kept"
@@ -176,11 +186,12 @@ def main(argv: list[str]) -> int:
     predictions = {}
     for record in records:
         predictions |= read_predictions(study_dir / f"fold_{record['fold']}" / PREDICTIONS)
-    oof_accuracy = write_oof(study_dir / OOF_FILE, pool, folds, predictions)
+    answers = [answers_class(r["task"])(pool.class_names, r.get("answers_state")) for r in records]
+    oof = write_oof(study_dir / OOF_FILE, pool, folds, predictions, answers)
     refit_record = refit(study_dir, pool, fit_args, config, chosen_epochs(records), tags) if args.refit else None
     summary = {"folds": args.folds, "seed": seed, "monitor": records[0].get("monitor")}
-    result = write_metrics(study_dir / METRICS_FILE, summary, records, oof_accuracy, refit_record)
-    print(table(records, result["summary"], oof_accuracy))
+    result = write_metrics(study_dir / METRICS_FILE, summary, records, oof, refit_record)
+    print(table(records, result["summary"], oof))
     if refit_record is not None:
         shown = ", ".join(f"{k} {v:.4f}" for k, v in refit_record["metrics"].items() if k.count("/") == 1)
         print(

@@ -111,7 +111,7 @@ def evaluate(cli, ckpt: str | None) -> tuple[dict[str, float], np.ndarray]:
 
 
 def task_probabilities(model, logits: np.ndarray) -> np.ndarray:
-    """The task's own probabilities of ``(N, K)`` logits: its answers' (a softmax, or a sigmoid per label)."""
+    """The task's own outputs of ``(N, K)`` logits: its answers' (a softmax, a sigmoid per label, values)."""
     from litstarter.tasks.answers import answers_class
 
     if len(logits) == 0:
@@ -138,6 +138,8 @@ def run_fold(
         "epochs": int(cli.trainer.current_epoch),
         "monitor": getattr(cli.trainer.checkpoint_callback, "monitor", None),
         "metrics": figures,
+        "task": cli.model.task_name,  # whose answers read the predictions (litstarter.tasks.answers)
+        "answers_state": cli.model.answers_state(),
     }
     write_json(fold_dir / MARKER, record)
     return record
@@ -151,7 +153,7 @@ def val_order(data, listed: list[str]) -> list[str]:
 
 
 def write_predictions(path: Path, id_column: str, ids: list[str], probabilities: np.ndarray) -> None:
-    """``<id_column>,p0,p1,...``: each val image's class probabilities, written atomically."""
+    """``<id_column>,p0,p1,...``: each val image's outputs (the task's: probabilities, values), written atomically."""
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="") as handle:

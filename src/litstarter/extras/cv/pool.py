@@ -1,9 +1,10 @@
 """The training data a study splits into folds, read from the configured data module, and each fold's split file.
 
 * An image folder (every layout, and a labels CSV): its train and val splits together, from the image cache,
-  with each file's path, label (or label set), SHA-256 and pHash. A fold's split is a labels CSV
-  (``path,label,split``, or ``path,labels,split`` with ``;``-joined label sets) in the study folder, which the
-  fold's run reads through ``data.labels``; its test split is left out.
+  with each file's path, target (a class, a label set, numbers), SHA-256 and pHash. A fold's split is a labels CSV
+  in the study folder, written as its targets' kind writes one (``path,label,split``; ``path,labels,split`` with
+  ``;``-joined label sets; ``path,<target>...,split``), which the fold's run reads through ``data.labels``; its
+  test split is left out.
 * The digits: their train and val splits, by index into ``load_digits()``; copies by SHA-256 of the pixels only
   (at 8x8 px, 10 pHash bits join thousands of distinct glyphs). A fold's split is ``data.split_file``.
 
@@ -22,6 +23,7 @@ import numpy as np
 
 from litstarter._engine.atomic_io import atomic_write
 from litstarter._engine.errors import UsageError
+from litstarter._engine.targets import TargetKind, target_kind
 from litstarter.data.digits import DigitsDataModule
 from litstarter.data.image_folder import ImageFolderDataModule
 
@@ -32,12 +34,14 @@ class Pool:
 
     Args:
         ids: Each item's name: its path under ``data.root`` (an image folder) or its index (the digits).
-        labels: ``(n,)`` label indices, or ``(n, K)`` 0/1 label sets (multi-label data).
-        class_names: The class names, in label order.
+        targets: ``(n, ...)`` targets as their kind stores them: ``(n,)`` class indices, ``(n, K)`` 0/1 label sets,
+            ``(n, K)`` values.
+        kind: The targets' kind (:mod:`litstarter._engine.targets`): how they are stratified and written.
+        class_names: The class names (labels, targets), in order.
         sha256: Each item's content hash.
         phash: Each item's pHash (16 hex digits, ``""`` for a flat image), or ``None``: copies by content only.
         test_ids: The test split's names (empty without one).
-        test_labels: The test split's labels.
+        test_targets: The test split's targets.
         id_column: ``path`` or ``index``: the column naming the items in the split files and predictions.
         data_key: The data argument a split file goes to (``labels`` or ``split_file``).
         pinned: Data arguments resolved from the whole pool (``image_size: auto``, ``channels: auto``), given to
@@ -45,52 +49,43 @@ class Pool:
     """
 
     ids: list[str]
-    labels: np.ndarray
+    targets: np.ndarray
+    kind: TargetKind
     class_names: list[str]
     sha256: list[str]
     phash: list[str] | None
     test_ids: list[str]
-    test_labels: np.ndarray
+    test_targets: np.ndarray
     id_column: str
     data_key: str
     pinned: dict[str, Any]
 
     def digest(self) -> str:
-        """A hash of the items, their labels and contents: a study resumes only over the same data."""
-        labels = [self.target_text(y) for y in self.labels]
+        """A hash of the items, their targets and contents: a study resumes only over the same data."""
+        labels = [self.kind.text(y, self.class_names) for y in self.targets]
         text = "\n".join(f"{i}\t{y}\t{s}" for i, y, s in zip(self.ids, labels, self.sha256, strict=True))
         return hashlib.sha256(f"{text}\n{self.test_ids}".encode()).hexdigest()
 
     def write_split(self, path: Path, splits: list[str], with_test: str | None = None) -> Path:
         """Write ``path``: every item with its split (``train``/``val``, or ``None`` to leave it out), and the
         test items as ``with_test`` when given. Atomic, so a killed study never leaves half a file."""
-        rows = [(i, y, s) for i, y, s in zip(self.ids, self.labels, splits, strict=True) if s]
+        rows = [(i, y, s) for i, y, s in zip(self.ids, self.targets, splits, strict=True) if s]
         if with_test:
-            rows += [(i, y, with_test) for i, y in zip(self.test_ids, self.test_labels, strict=True)]
+            rows += [(i, y, with_test) for i, y in zip(self.test_ids, self.test_targets, strict=True)]
+        names = self.class_names
 
         def write(tmp: Path) -> None:
             with open(tmp, "w", newline="") as handle:
                 out = csv.writer(handle)
                 if self.id_column == "path":
-                    out.writerow(["path", "labels" if self.label_sets else "label", "split"])
-                    out.writerows((i, self.target_text(y), s) for i, y, s in rows)
+                    out.writerow(["path", *self.kind.column(names), "split"])
+                    out.writerows((i, *self.kind.cells(y, names), s) for i, y, s in rows)
                 else:
                     out.writerow(["index", "split"])
                     out.writerows((i, s) for i, _, s in rows)
 
         path.parent.mkdir(parents=True, exist_ok=True)
         return atomic_write(path, write)
-
-    @property
-    def label_sets(self) -> bool:
-        """Whether each item has a set of labels (``(n, K)`` targets) rather than one class."""
-        return self.labels.ndim == 2
-
-    def target_text(self, target) -> str:
-        """An item's target as a labels CSV writes it: its class name, or its labels ``;``-joined."""
-        if self.label_sets:
-            return ";".join(n for n, on in zip(self.class_names, target, strict=True) if on > 0)
-        return self.class_names[int(target)]
 
     def data_args(self, split_file: Path) -> list[str]:
         """The fit arguments that make a run read ``split_file`` (and the pinned values)."""
@@ -139,12 +134,13 @@ def _image_folder_pool(data: ImageFolderDataModule, given: dict[str, Any]) -> Po
     test = ["test"] if "test" in cache.splits else []
     return Pool(
         ids=column("path", pool_splits),
-        labels=np.concatenate([data.labels_of(s, cache) for s in pool_splits]),  # class indices, or label sets
+        targets=np.concatenate([cache.targets(s) for s in pool_splits]),  # class indices, label sets, values
+        kind=data.folder.kind,
         class_names=list(data.class_names),
         sha256=column("sha256", pool_splits),
         phash=column("phash", pool_splits),
         test_ids=column("path", test),
-        test_labels=np.concatenate([data.labels_of(s, cache) for s in test]) if test else np.zeros(0, np.int64),
+        test_targets=np.concatenate([cache.targets(s) for s in test]) if test else np.zeros(0, np.int64),
         id_column="path",
         data_key="labels",
         pinned=pinned,
@@ -166,12 +162,13 @@ def _digits_pool(data: DigitsDataModule) -> Pool:
     test_ids, test_labels = kept.get("test", (np.zeros(0, np.int64), np.zeros(0, np.int64)))
     return Pool(
         ids=[str(i) for i in ids],
-        labels=np.concatenate([kept["train"][1], kept["val"][1]]),
+        targets=np.concatenate([kept["train"][1], kept["val"][1]]),
+        kind=target_kind("class"),
         class_names=list(data.class_names),
         sha256=[hashlib.sha256(images[i].tobytes()).hexdigest() for i in ids],
         phash=None,
         test_ids=[str(i) for i in test_ids],
-        test_labels=test_labels,
+        test_targets=test_labels,
         id_column="index",
         data_key="split_file",
         pinned={},

@@ -1,5 +1,5 @@
 """A study's results: ``cv_metrics.json`` (each fold, and mean ± std of every validation figure),
-``oof_predictions.csv`` (every training image once, with its fold's probabilities) and the printed table."""
+``oof_predictions.csv`` (every training image once, with its fold's outputs) and the printed table."""
 
 from __future__ import annotations
 
@@ -26,41 +26,40 @@ def summarise(records: list[dict]) -> dict[str, dict[str, float]]:
     return summary
 
 
-def write_oof(path: Path, pool: Pool, folds: np.ndarray, predictions: dict[str, np.ndarray]) -> float:
-    """Write ``oof_predictions.csv`` (pool order: ``<id>,label,fold,predicted,prob_<class>...``, folds from 1; for
-    label sets ``<id>,labels,fold,predicted,prob_<label>...``, ``;``-joined, predicted at 0.5); return its accuracy
-    (for label sets, the exact-match share)."""
-    names = pool.class_names
-    rows, correct = [], 0
-    for item, target, fold in zip(pool.ids, pool.labels, folds, strict=True):
-        probabilities = predictions[item]
-        if pool.label_sets:
-            predicted = (probabilities >= 0.5).astype(np.float64)
-            correct += bool(np.array_equal(predicted, (np.asarray(target) > 0).astype(np.float64)))
-        else:
-            predicted = int(np.argmax(probabilities))
-            correct += predicted == target
-        shown = [pool.target_text(target), int(fold) + 1, pool.target_text(predicted)]
-        rows.append([item, *shown, *(f"{p:.6g}" for p in probabilities)])
+def write_oof(path: Path, pool: Pool, folds: np.ndarray, predictions: dict[str, np.ndarray], answers: list) -> dict:
+    """Write ``oof_predictions.csv`` in pool order: ``<id>``, the target as its kind writes it (``label``;
+    ``labels``; one column per target), ``fold`` (from 1), ``predicted`` and the outputs (``prob_<class>``,
+    ``value_<target>``), each fold's by its own task answers (``answers[fold]``: its thresholds). Returns the
+    out-of-fold figure, the task's headline score over every image once: ``{"name", "key", "value"}``."""
+    names, kind = pool.class_names, pool.kind
+    rows, outputs = [], []
+    for item, target, fold in zip(pool.ids, pool.targets, folds, strict=True):
+        output = predictions[item]
+        shown = [*kind.cells(target, names), int(fold) + 1, answers[fold].predicted(output)]
+        rows.append([item, *shown, *(f"{p:.6g}" for p in output)])
+        outputs.append(output)
+    first = answers[0]
+    columns = [pool.id_column, *kind.column(names), "fold", "predicted", *first.output_columns()]
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="") as handle:
             out = csv.writer(handle)
-            target = "labels" if pool.label_sets else "label"
-            out.writerow([pool.id_column, target, "fold", "predicted", *(f"prob_{n}" for n in names)])
+            out.writerow(columns)
             out.writerows(rows)
 
     atomic_write(path, write)
-    return correct / len(rows)
+    value = first.scored(np.array(outputs), pool.targets) if rows else float("nan")
+    return {"name": first.score_name, "key": first.metric_name, "value": value}
 
 
-def write_metrics(path: Path, study: dict, records: list[dict], oof_accuracy: float, refit: dict | None) -> dict:
-    """Write ``cv_metrics.json``; return what it holds."""
+def write_metrics(path: Path, study: dict, records: list[dict], oof: dict, refit: dict | None) -> dict:
+    """Write ``cv_metrics.json``; return what it holds (``oof``: the number of images and the out-of-fold figure
+    under the task's metric name, e.g. ``acc``)."""
     result = {
         **study,
         "folds": records,
         "summary": summarise(records),
-        "oof": {"n": sum(r["n_val"] for r in records), "acc": oof_accuracy},
+        "oof": {"n": sum(r["n_val"] for r in records), oof["key"]: oof["value"]},
         "chosen_epochs": chosen_epochs(records),
     }
     if refit is not None:
@@ -74,7 +73,7 @@ def chosen_epochs(records: list[dict]) -> int:
     return int(np.floor(np.median([r["best_epochs"] for r in records]) + 0.5))
 
 
-def table(records: list[dict], summary: dict, oof_accuracy: float) -> str:
+def table(records: list[dict], summary: dict, oof: dict) -> str:
     """One row per fold and a mean ± std row, over the scalar figures (per-class ones are in the JSON)."""
     shown = [name for name in summary if name.count("/") == 1][:6]
     head = ["fold", "n_val", "best_ep", *shown]
@@ -85,4 +84,4 @@ def table(records: list[dict], summary: dict, oof_accuracy: float) -> str:
     rows.append(["mean±std", "", "", *(f"{summary[n]['mean']:.4f}±{summary[n]['std']:.4f}" for n in shown)])
     widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in [head, *rows]]
-    return "\n".join([*lines, f"out-of-fold accuracy (every training image once): {oof_accuracy:.4f}"])
+    return "\n".join([*lines, f"out-of-fold {oof['name']} (every training image once): {oof['value']:.4f}"])

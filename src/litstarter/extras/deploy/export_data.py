@@ -21,7 +21,7 @@ class ExportData:
 
     Args:
         test_images: ``(N, C, H, W)`` uint8 from the test split.
-        test_labels: The data's targets: ``(N,)`` int64 class indices, or ``(N, K)`` label sets.
+        test_labels: The data's targets: ``(N,)`` int64 class indices, or ``(N, ...)`` targets of another kind.
         calibration_images: ``(M, C, H, W)`` uint8 from the train split (no augmentation).
         resize_size: The size the data module stores images at.
         split: Where the verification images come from: ``test``, or ``val`` for data without a test split.
@@ -60,13 +60,13 @@ def stratified_sample(labels: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
     The returned order interleaves the classes, so every prefix is stratified too.
 
     Args:
-        labels: ``(N,)`` class index of every item.
+        labels: ``(N,)`` class (or group) index of every item; ``(N, G)``: drawn at random.
         n: How many indices to return.
         seed: Seed for the draw.
     """
     labels = np.asarray(labels)
     order = np.random.default_rng(seed).permutation(len(labels))
-    if labels.ndim == 2:  # multi-label (N, K) targets: no single class to stratify by
+    if labels.ndim == 2:  # items in several groups (label sets): no single class to stratify by
         return order[:n]
     rank = np.empty(len(labels))  # an item's place within its class, as a fraction of the class
     for c in np.unique(labels):
@@ -115,6 +115,23 @@ def load_export_data(
             f"images at {list(stored)}; inference would resize differently from training"
         )
     # The eval view of both: the train split's own items are augmented, calibration must see what inference sees.
-    test_images, test_labels = held_out.eval_view(stratified_sample(held_out.labels, verify_samples, seed))
-    calibration, _ = dm.train_set.eval_view(stratified_sample(dm.train_set.labels, calibration_images, seed))
+    kind = getattr(dm, "target_kind", "class")
+    test_images, test_labels = held_out.eval_view(
+        stratified_sample(groups_of(held_out.targets, kind), verify_samples, seed)
+    )
+    train_groups = groups_of(dm.train_set.targets, kind)
+    calibration, _ = dm.train_set.eval_view(stratified_sample(train_groups, calibration_images, seed))
     return ExportData(test_images, test_labels, calibration, stored, split)
+
+
+def groups_of(targets: np.ndarray, kind: str) -> np.ndarray:
+    """``(N,)`` the group each item is drawn in proportion from: its class, its band of values (the kind's strata,
+    :mod:`litstarter._engine.targets`); ``(N, G)`` where an item is in several (label sets) or the kind is the
+    project's own, which :func:`stratified_sample` then draws at random."""
+    from litstarter._engine.targets import target_kind
+
+    try:
+        strata = target_kind(kind).strata(np.asarray(targets))
+    except KeyError:
+        return np.zeros((len(targets), 2))
+    return strata.argmax(axis=1) if (strata.sum(axis=1) == 1).all() else strata

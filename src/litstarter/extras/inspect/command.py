@@ -23,6 +23,7 @@ import sys
 from collections import Counter
 
 from litstarter._engine.baseline import fit_linear_baseline
+from litstarter._engine.errors import UsageError
 from litstarter._engine.images.cache import ImageCache
 from litstarter._engine.images.channels import GREY_MODES
 from litstarter._engine.images.folder import CachedImageFolder
@@ -31,8 +32,9 @@ from litstarter._engine.images.listing import shown
 from litstarter._engine.images.sizes import auto_side
 from litstarter._engine.images.splits import Listing
 from litstarter._engine.run.logs import show_litstarter_logs
+from litstarter._engine.targets import target_kind
 from litstarter.extras.inspect.fit_config import image_folder_of, loader_setting, parse_fit_config
-from litstarter.extras.inspect.label_sets import label_set_stats, pos_weight_suggestion, render_label_sets
+from litstarter.extras.inspect.label_sets import pos_weight_suggestion
 from litstarter.extras.inspect.quality import quality_report
 
 #: Above this train imbalance (largest class / smallest) a sampler or loss weights are suggested.
@@ -61,14 +63,15 @@ def size_extremes(cache: ImageCache) -> dict:
 
 
 def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) -> dict:
-    """The figures of a cached folder, as plain JSON-able values (what ``--json`` prints)."""
-    names = folder.class_names
-    if folder.multilabel:  # images with each label
-        targets = {split: folder.targets(cache, split) for split in cache.splits}
-        counts = {s: Counter(dict(enumerate(t.sum(axis=0).astype(int).tolist()))) for s, t in targets.items()}
-    else:
-        counts = {split: Counter(cache.column(split, "label")) for split in cache.splits}
-    train = [counts["train"][i] for i in range(len(names))]
+    """The figures of a cached folder, as plain JSON-able values (what ``--json`` prints): images per class (with
+    each label) where the targets have classes, and what their kind adds (:mod:`litstarter._engine.targets`)."""
+    names, kind = folder.class_names, folder.kind
+    targets = {split: cache.targets(split) for split in cache.splits}
+    try:
+        counts = {split: kind.class_counts(t, len(names)).tolist() for split, t in targets.items()}
+    except UsageError:  # values: no classes to count
+        counts = {}
+    train = counts.get("train", [])
     widths, heights, modes = (
         [v for split in cache.splits for v in cache.column(split, key)] for key in ("width", "height", "mode")
     )
@@ -82,8 +85,9 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
         "listing_notes": listing.notes,
         "cache": str(cache.folder),
         "cache_reused": cache.reused,
+        "target_kind": kind.name,
         "classes": names,
-        "images": {split: {names[i]: counts[split][i] for i in range(len(names))} for split in cache.splits},
+        "images": {split: dict(zip(names, c, strict=True)) for split, c in counts.items()},
         "split_sizes": {split: len(cache.column(split, "path")) for split in cache.splits},
         "imbalance_ratio": round(max(train) / min(train), 2) if train and min(train) > 0 else None,
         "largest_class": largest[0] if largest else None,
@@ -101,16 +105,16 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
         "near_duplicate_count": len(near),
         "near_duplicates": near,
         "quality": quality_report(cache),
-        "label_sets": label_set_stats(names, targets) if folder.multilabel else None,
+        **kind.summary(targets, names),
     }
 
 
 def _warnings(folder: CachedImageFolder) -> list[str]:
     """What ``fit`` would refuse or regret about the folder, though a report can still be made of it."""
     names = folder.class_names
-    if len(names) >= 2:
+    if len(names) >= folder.kind.fewest:
         return []
-    if folder.multilabel:
+    if not folder.kind.single_class:
         return [
             f"'{folder.root}' has {len(names)} label(s) {names}: fit refuses it, a multi-label classifier needs at"
             " least 2 (rows of data.labels naming them; rows with no label are images with none)"
@@ -124,9 +128,11 @@ def _warnings(folder: CachedImageFolder) -> list[str]:
 def imbalance(report: dict) -> str:
     """The train split's imbalance in words: ``6.0:1 (cat / dog)``, ties named together (``2.5:1 (a, b / c)``),
     ``none (every class has 5)``."""
-    ratio, images = report["imbalance_ratio"], report["images"]["train"]
+    ratio, images = report["imbalance_ratio"], report["images"].get("train")
     if not report["classes"]:
         return "no classes"
+    if images is None:
+        return f"no classes to balance ({report['target_kind']} targets)"
     if not ratio:
         return "a class has no train images"
     if len(report["classes"]) < 2:
@@ -161,7 +167,7 @@ def validation_baseline(cache, num_classes: int) -> dict | None:
     """``fit``'s linear baseline (``litstarter._engine.baseline``) on the cached train split, scored on validation."""
     if not {"train", "val"} <= set(cache.splits):
         return None
-    train, val = (cache.images("train"), cache.labels("train")), (cache.images("val"), cache.labels("val"))
+    train, val = (cache.images("train"), cache.targets("train")), (cache.images("val"), cache.targets("val"))
     found = fit_linear_baseline(train, val, num_classes)
     if found is None:
         return None
@@ -184,12 +190,11 @@ def render(report: dict) -> str:
         "",
         f"{'class':<{width}}" + "".join(f"{s:>8}" for s in splits),
     ]
-    for name in report["classes"]:
+    for name in report["classes"] if report["images"] else []:
         lines.append(f"{name:<{width}}" + "".join(f"{report['images'][s][name]:>8}" for s in splits))
     lines.append(f"{'total':<{width}}" + "".join(f"{report['split_sizes'][s]:>8}" for s in splits))
     lines.append(f"imbalance (train): {imbalance(report)}")
-    if report.get("label_sets"):
-        lines += render_label_sets(report["label_sets"])
+    lines += target_kind(report["target_kind"]).summary_lines(report)
     sizes = report["sizes"]
     if sizes.get("smallest"):
         lines.append(
@@ -263,9 +268,10 @@ def main(argv: list[str]) -> int:
     # Bad files are left out of the cache and listed, not fatal: reporting them is the point.
     cache = folder.load_or_build(listing, on_bad_file="skip")
     report = summarize(folder, listing, cache)
-    report["baseline"] = None if folder.multilabel else validation_baseline(cache, len(folder.class_names))
+    single = folder.kind.single_class  # a linear classifier and class weights need one class per image
+    report["baseline"] = validation_baseline(cache, len(folder.class_names)) if single else None
     model = config.model.get("init_args") or config.model  # the task's arguments
-    weights = model.get("pos_weight") if folder.multilabel else model.get("class_weights")
+    weights = model.get("class_weights") if single else model.get("pos_weight")
     report["suggestions"] = suggest(report, folder, loader_setting(config, "sampler"), weights)
     print(json.dumps(report, indent=2) if as_json else render(report))
     for warning in report["warnings"]:

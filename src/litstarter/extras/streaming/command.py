@@ -17,12 +17,12 @@ from __future__ import annotations
 import time
 
 import lightning as L
-import numpy as np
 from jsonargparse import ArgumentParser
 
 from litstarter._engine.errors import UsageError
 from litstarter._engine.images.shards import SHARDS_VERSION, manifest_problem, read_manifest
 from litstarter._engine.run.logs import show_litstarter_logs
+from litstarter._engine.targets import target_kind
 from litstarter.cli import FIT_CLASSES, LitStarterCLI, fill_in_backbone_resize, interpolation_of, resize_size_of
 from litstarter.extras.streaming.convert import is_empty, write_shards
 from litstarter.extras.streaming.output import check_apart, what_overwrite_removes
@@ -91,9 +91,14 @@ def split_options(argv: list[str]) -> tuple[dict, list[str]]:
 def shards_manifest(datamodule, splits: dict[str, Split], params: dict, fingerprint_: str) -> dict:
     """What ``shards.json`` records: everything training needs besides the shards themselves."""
     mean, std = datamodule.normalization()
-    counts = np.bincount(splits["train"].labels, minlength=len(datamodule.class_names))
+    kind = getattr(datamodule, "target_kind", "class")
+    try:  # images per class (or with each label), for class_weights: auto; values have none
+        counts = target_kind(kind).class_counts(splits["train"].targets, len(datamodule.class_names)).tolist()
+    except (KeyError, UsageError):
+        counts = None
     return {
         "version": SHARDS_VERSION,
+        "target_kind": kind,
         "class_names": list(datamodule.class_names),
         "channels": int(datamodule.channels),
         "image_size": list(datamodule.image_size),
@@ -101,7 +106,7 @@ def shards_manifest(datamodule, splits: dict[str, Split], params: dict, fingerpr
         "interpolation": interpolation_of(datamodule),
         "mean": [float(m) for m in mean],
         "std": [float(s) for s in std],
-        "class_counts": counts.tolist(),
+        "class_counts": counts,
         "splits": {name: {"count": len(split.ids)} for name, split in splits.items()},
         "split_description": split_description(datamodule, splits),
         "storage": params.get("storage", "uint8"),

@@ -1,4 +1,4 @@
-"""What a data module's splits hold, as ``optimize`` writes them: its own arrays, labels and stable sample ids.
+"""What a data module's splits hold, as ``optimize`` writes them: its own arrays, targets and stable sample ids.
 
 Nothing here lists, splits or decodes: the data module does that as ``fit`` would (the image folder through its
 cache, so the shards hold the cache's resized uint8 images byte for byte), and this reads its splits back.
@@ -30,7 +30,7 @@ class Split:
 
     Args:
         images: ``(N, C, H, W)`` uint8 (the cache's memory map, or an array in RAM).
-        labels: ``(N,)`` class indices.
+        targets: ``(N, ...)``: class indices, label sets, values (the dataset's targets, as its kind stores them).
         ids: A stable id per sample: the file's path under ``data.root``, or ``load_digits/<index>``.
         order: The order to store the samples in (indices into the arrays); ``None``: their own order.
         root: ``--encoded``: the folder the ids are paths under; each sample then stores its file's bytes (the
@@ -39,7 +39,7 @@ class Split:
     """
 
     images: np.ndarray
-    labels: np.ndarray
+    targets: np.ndarray
     ids: list[str]
     order: np.ndarray | None = None
     root: str | None = None
@@ -47,9 +47,12 @@ class Split:
 
 
 def sample(index: int, split: Split) -> dict:
-    """Sample ``index`` as LitData stores it: ``{"image", "label", "id", "index"}``; the image is the ``(C, H, W)``
-    uint8 array, or with ``split.root`` (``--encoded``) the bytes of the file the cache decoded."""
-    return {"image": _image(index, split), "label": int(split.labels[index]), "id": split.ids[index], "index": index}
+    """Sample ``index`` as LitData stores it: ``{"image", "target", "id", "index"}``; the image is the ``(C, H, W)``
+    uint8 array, or with ``split.root`` (``--encoded``) the bytes of the file the cache decoded; the target an int
+    (a class) or its row of numbers (a label set, values)."""
+    target = split.targets[index]
+    target = int(target) if np.ndim(target) == 0 else np.ascontiguousarray(target, dtype=np.float32)
+    return {"image": _image(index, split), "target": target, "id": split.ids[index], "index": index}
 
 
 def _image(index: int, split: Split) -> np.ndarray | bytes:
@@ -90,15 +93,12 @@ def input_paths(datamodule) -> dict[str, Path]:
 
 
 def check_convertible(datamodule) -> None:
-    """Refuse, in one line, data that ``optimize`` cannot write: splits that are not arrays (shards already), or
-    multi-label data (one label per sample is what the shards hold)."""
+    """Refuse, in one line, data that ``optimize`` cannot write: splits that are not arrays (shards already)."""
     if not isinstance(datamodule, ArrayDataModule):
         raise UsageError(
             f"litstarter optimize converts data modules with array splits (ImageFolderDataModule, DigitsDataModule);"
             f" data.class_path is {type(datamodule).__name__}"
         )
-    if getattr(datamodule, "target_kind", "class") != "class":
-        raise UsageError("litstarter optimize writes single-label data; data.labels is multi-label")
 
 
 def read_splits(datamodule: ArrayDataModule, encoded: bool = False) -> dict[str, Split]:
@@ -112,7 +112,7 @@ def read_splits(datamodule: ArrayDataModule, encoded: bool = False) -> dict[str,
         dataset = getattr(datamodule, f"{split}_set", None)
         if dataset is not None and len(dataset):
             order = np.random.default_rng(datamodule.seed).permutation(len(dataset)) if split == "train" else None
-            found[split] = Split(dataset.images, dataset.labels, _ids(datamodule, split, len(dataset)), order)
+            found[split] = Split(dataset.images, dataset.targets, _ids(datamodule, split, len(dataset)), order)
             if encoded:
                 cache = datamodule.load_cache()
                 found[split].root = str(datamodule.root)
@@ -160,7 +160,7 @@ def fingerprint(datamodule: ArrayDataModule, params: dict, splits: dict[str, Spl
     cache = getattr(datamodule, "cache", None)
     for split, s in splits.items():
         digest.update(f"\0{split}\0{json.dumps(s.ids)}".encode("utf-8", "surrogateescape"))
-        digest.update(np.ascontiguousarray(s.labels).tobytes())
+        digest.update(np.ascontiguousarray(s.targets).tobytes())
         if s.order is not None:
             digest.update(np.asarray(s.order, dtype=np.int64).tobytes())
         if cache is None:
