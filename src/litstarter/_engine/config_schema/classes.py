@@ -14,6 +14,8 @@ from .types import ANY_CLASS, object_of, union_of
 
 #: The keys of a class given by class path; any other key (an argument) only changes the class given before.
 CLASS_KEYS = ["class_path", "init_args", "dict_kwargs"]
+#: ``dict_kwargs`` of a class without ``**kwargs``: none (``false`` would say so too, but its error names no key).
+NO_KWARGS = {"type": "object", "maxProperties": 0}
 #: What a schema says about a value without checking it.
 ANNOTATIONS = ("description", "default")
 
@@ -118,7 +120,7 @@ class Slots:
             "then": {
                 "properties": {
                     "init_args": self.init_args(cls, skip),
-                    "dict_kwargs": {"type": "object"} if takes_kwargs(cls) else False,
+                    "dict_kwargs": {"type": "object"} if takes_kwargs(cls) else NO_KWARGS,
                 }
             },
         }

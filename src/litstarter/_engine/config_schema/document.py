@@ -12,8 +12,8 @@ from collections.abc import Callable
 from jsonargparse import ArgumentParser
 
 from .arguments import parser_arguments
-from .classes import Slots
-from .types import object_of
+from .classes import ANNOTATIONS, Slots
+from .types import object_of, union_of
 
 DRAFT = "http://json-schema.org/draft-07/schema#"
 
@@ -44,15 +44,17 @@ def add_appends(root: dict) -> None:
     for group in groups:
         properties = group["properties"]
         for name, schema in list(properties.items()):
-            if takes_list(schema):
+            items = list_items(schema)
+            if items:
+                checks = {k: v for k, v in schema.items() if k not in ANNOTATIONS}
                 doc = f"Appended to {name} (one item or a list): {schema.get('description', '')}".rstrip(": ")
-                properties[f"{name}+"] = {**schema, "description": doc}
+                properties[f"{name}+"] = {**union_of([checks, *items]), "description": doc}
 
 
-def takes_list(schema: dict) -> bool:
-    """Whether ``schema`` accepts a JSON array (at its top, or in one of its ``anyOf``)."""
-    kinds = schema.get("type", [])
-    return "array" in ([kinds] if isinstance(kinds, str) else kinds) or any(map(takes_list, schema.get("anyOf", [])))
+def list_items(schema: dict) -> list[dict]:
+    """What an item of each list ``schema`` accepts may be (at its top, or in one of its ``anyOf``)."""
+    found = [schema["items"]] if isinstance(schema.get("items"), dict) else []
+    return found + [item for part in schema.get("anyOf", []) for item in list_items(part)]
 
 
 def dumps(schema: dict) -> str:
