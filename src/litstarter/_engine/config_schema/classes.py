@@ -53,8 +53,9 @@ class Slots:
         self.short_names = short_names
         self.definitions: dict[str, dict] = {}
         self.unreadable: list[str] = []  #: classes jsonargparse could not read the signature of, and why
-        roots = sorted({cls.__module__.split(".")[0] for cls in pool})
         # A bare name or a path inside a known package must be a known class; a path elsewhere is the user's own.
+        # The packages in the pool's order, not sorted: a renamed package keeps its place, and the schema its text.
+        roots = dict.fromkeys(cls.__module__.split(".")[0] for cls in pool)
         self.known = rf"^(?:[A-Za-z_]\w*|(?:{'|'.join(map(re.escape, roots))})\..*)$"
 
     def ref(self, key: str, build: Callable[[], dict]) -> dict:

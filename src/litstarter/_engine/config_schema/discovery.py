@@ -35,11 +35,17 @@ def classes_in(module_name: str, walk: bool = False) -> list[type]:
 
 
 def _public_classes(module: ModuleType, defined_here: bool) -> list[type]:
-    """The classes of ``module`` under public names (only those it defines, with ``defined_here``)."""
+    """The classes of ``module`` under public names: only those it defines, with ``defined_here``; else those of its
+    own package (``torch.optim.lr_scheduler`` imports ``collections.Counter``, which is no scheduler)."""
+    package = module.__name__.split(".")[0]
+
+    def offered(cls: type) -> bool:
+        return cls.__module__ == module.__name__ if defined_here else cls.__module__.split(".")[0] == package
+
     return [
         value
         for name, value in sorted(vars(module).items())
-        if inspect.isclass(value) and public(name) and (not defined_here or value.__module__ == module.__name__)
+        if inspect.isclass(value) and public(name) and offered(value)
     ]
 
 

@@ -34,7 +34,7 @@ def config_schema(
     root = object_of(parser_arguments(parser), slots)
     add_appends(root)
     body = {"$schema": DRAFT, "title": title, **root}
-    return {**body, "definitions": dict(sorted(slots.definitions.items()))}, slots.unreadable
+    return {**body, "definitions": slots.definitions}, slots.unreadable  # in the order met: a rename keeps the text
 
 
 def add_appends(root: dict) -> None:
