@@ -45,8 +45,8 @@ LIBRARIES = (
     "torch.optim.lr_scheduler",
     "torchvision.transforms.v2",
 )
-#: The distributions whose signatures the schema holds besides ours: a schema written with other versions of them
-#: is compared on the project's part only (a new torch release must not fail the check).
+#: The distributions whose signatures the schema holds besides ours: a schema written with other versions of them (or
+#: another Python) is compared on the project's part only (a new torch release must not fail the check).
 LIBRARY_DISTRIBUTIONS = ("lightning", "torch", "torchvision", "jsonargparse")
 VERSIONS = "x-generated-with"
 
@@ -86,8 +86,10 @@ def build() -> tuple[dict, list[str]]:
             parser, pool, f"{PACKAGE} fit config", short_names=lambda cls: cls.__module__ in loaded
         )
     versions = {name: importlib.metadata.version(name) for name in LIBRARY_DISTRIBUTIONS}
+    versions["python"] = ".".join(map(str, sys.version_info[:2]))
     note = "Written by `make schema` (scripts/config_schema.py) from the code's signatures; do not edit."
-    return {"$comment": note, VERSIONS: versions, **schema}, unreadable
+    head = {key: schema.pop(key) for key in ("$schema", "title")}
+    return {**head, "$comment": note, VERSIONS: versions, **schema}, unreadable
 
 
 def project_part(schema: dict) -> dict:

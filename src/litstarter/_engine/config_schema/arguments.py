@@ -16,7 +16,7 @@ class Argument:
     key: str  #: dotted, from the parser's root: ``trainer.max_epochs``, ``lr``
     hint: Any  #: the type jsonargparse checks the value against
     doc: str  #: what ``--help`` shows for it (from the class's ``Args:`` docstring)
-    default: Any = None  #: its default, as the parser has it
+    default: Any = inspect.Parameter.empty  #: its default, as the parser has it (``empty``: none)
     required: bool = False  #: whether a run needs it (a config file may still leave it to another)
 
 
