@@ -77,14 +77,11 @@ def fit_parser() -> ArgumentParser:
 def build() -> tuple[dict, list[str]]:
     """The schema, and the classes whose ``init_args`` it leaves unchecked (jsonargparse cannot read them)."""
     parser = fit_parser()
-    loaded = set(sys.modules)  # a bare class name resolves among the classes `litstarter fit` has imported
     pool = [cls for name in PROJECT for cls in classes_in(name, walk=True)]
     pool += [cls for name in LIBRARIES for cls in classes_in(name) if cls not in pool]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecated aliases among the libraries' exports say so when read
-        schema, unreadable = config_schema(
-            parser, pool, f"{PACKAGE} fit config", short_names=lambda cls: cls.__module__ in loaded
-        )
+        schema, unreadable = config_schema(parser, pool, f"{PACKAGE} fit config")
     versions = {name: importlib.metadata.version(name) for name in LIBRARY_DISTRIBUTIONS}
     versions["python"] = ".".join(map(str, sys.version_info[:2]))
     note = "Written by `make schema` (scripts/config_schema.py) from the code's signatures; do not edit."

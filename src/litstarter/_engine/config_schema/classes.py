@@ -44,13 +44,10 @@ class Slots:
 
     Args:
         pool: The classes a config may name, in the order an editor lists them.
-        short_names: Whether the class's bare name resolves where the config is parsed (jsonargparse resolves a
-            bare name among the subclasses imported by then).
     """
 
-    def __init__(self, pool: list[type], short_names: Callable[[type], bool] = lambda cls: True) -> None:
+    def __init__(self, pool: list[type]) -> None:
         self.pool = pool
-        self.short_names = short_names
         self.definitions: dict[str, dict] = {}
         self.unreadable: list[str] = []  #: classes jsonargparse could not read the signature of, and why
         # A bare name or a path inside a known package must be a known class; a path elsewhere is the user's own.
@@ -131,15 +128,13 @@ class Slots:
         return self.definitions[ref["$ref"].rsplit("/", 1)[1]]
 
     def names(self, classes: list[type]) -> dict[type, list[str]]:
-        """Every ``class_path`` each of ``classes`` goes by: its import paths, and its bare name where that
-        resolves to it alone."""
+        """Every ``class_path`` each of ``classes`` goes by: its import paths, and its bare name where no other
+        has it. (jsonargparse resolves a bare name among the subclasses imported by then: the module of one that
+        no config before names may not be, and the CLI then refuses what the schema let through.)"""
         counts: dict[str, int] = {}
         for cls in classes:
             counts[cls.__name__] = counts.get(cls.__name__, 0) + 1
-        return {
-            cls: import_paths(cls) + ([cls.__name__] if counts[cls.__name__] == 1 and self.short_names(cls) else [])
-            for cls in classes
-        }
+        return {cls: import_paths(cls) + ([cls.__name__] if counts[cls.__name__] == 1 else []) for cls in classes}
 
     def init_args(self, cls: type, skip: int) -> dict:
         """A ``$ref`` to the ``init_args`` of ``cls`` (its first ``skip`` arguments left out): each argument with

@@ -7,7 +7,6 @@ composes on others (``--config a.yaml --config b.yaml``). Draft-07: what VS Code
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 from jsonargparse import ArgumentParser
 
@@ -18,9 +17,7 @@ from .types import object_of, union_of
 DRAFT = "http://json-schema.org/draft-07/schema#"
 
 
-def config_schema(
-    parser: ArgumentParser, pool: list[type], title: str, short_names: Callable[[type], bool] = lambda cls: True
-) -> tuple[dict, list[str]]:
+def config_schema(parser: ArgumentParser, pool: list[type], title: str) -> tuple[dict, list[str]]:
     """The schema of ``parser``'s config files, and the classes of ``pool`` whose signature jsonargparse could not
     read (their ``init_args`` are left unchecked).
 
@@ -28,9 +25,8 @@ def config_schema(
         parser: The parser whose config files the schema describes (a subcommand's).
         pool: The classes a class-typed key may name (each key takes the subclasses of its type among them).
         title: The schema's title, shown by editors.
-        short_names: Whether a class's bare name resolves when the config is parsed.
     """
-    slots = Slots(pool, short_names)
+    slots = Slots(pool)
     root = object_of(parser_arguments(parser), slots)
     add_appends(root)
     body = {"$schema": DRAFT, "title": title, **root}
