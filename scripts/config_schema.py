@@ -1,6 +1,6 @@
 """``make schema``: configs/schema.json, the JSON schema of ``litstarter fit``'s config files, for editors.
 
-VS Code and PyCharm read it (docs/make_it_yours.md, "Completion and checks in your editor") to complete and check
+VS Code and PyCharm read it (docs/make_it_yours.md, "Completion in your editor") to complete and check
 every YAML under configs/: each key with its type and its doc (the class's ``Args:``, as ``--help`` shows them), and
 for each class-typed key the classes a config may name there, each with its own ``init_args``. It is built from the
 CLI's own parser, and the classes from the modules below: the project's packages are walked, so that a task module
@@ -58,7 +58,7 @@ class _Built(Exception):
 class _ParserOnly(LitStarterCLI):
     """The CLI up to its parser: it stops before parsing."""
 
-    def parse_arguments(self, parser, args) -> None:
+    def parse_arguments(self, parser: ArgumentParser, args: object) -> None:
         """Stop here, handing the parser on."""
         raise _Built(parser)
 
@@ -106,6 +106,7 @@ def stale(committed: dict, generated: dict) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Write configs/schema.json (``--check``: only say whether it is stale, exit 1 if so)."""
     parser = argparse.ArgumentParser(prog="make schema", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="Exit 1 if configs/schema.json is stale; write nothing.")
     args = parser.parse_args(argv)

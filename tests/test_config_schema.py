@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from jsonschema import Draft7Validator
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
 
 from litstarter.tasks.base import ImageTask
 from scripts.config_schema import SCHEMA, VERSIONS, build, stale
@@ -28,7 +28,7 @@ def validator() -> Draft7Validator:
     return Draft7Validator(schema)
 
 
-def refusal(validator: Draft7Validator, config: dict):
+def refusal(validator: Draft7Validator, config: dict) -> ValidationError | None:
     """The error an editor shows first for ``config`` (None: it validates)."""
     return best_match(validator.iter_errors(config))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from tests.unit._engine.config_schema.toyparts import FILES, write
 
 
 @pytest.fixture
-def toyparts(tmp_path: Path, monkeypatch) -> Path:
+def toyparts(tmp_path: Path, monkeypatch) -> Iterator[Path]:
     """The folder holding ``toyparts`` (on ``sys.path``; its modules forgotten afterwards). Add a module with
     :func:`~tests.unit._engine.config_schema.toyparts.write`."""
     write(tmp_path, FILES)
