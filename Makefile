@@ -11,7 +11,7 @@ CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-dev train test test-fast lint format tensorboard clean rename drop-extra update-engine update-deps
+.PHONY: help install install-dev train test test-fast lint format schema tensorboard clean rename drop-extra update-engine update-deps
 .PHONY: node-client # extra: deploy
 
 help: ## List the targets
@@ -62,6 +62,13 @@ lint: $(DEV_STAMP) ## ruff check + format check
 format: $(DEV_STAMP) ## Apply ruff fixes and formatting
 	$(BIN)/ruff check --fix src tests benchmarks examples scripts
 	$(BIN)/ruff format src tests benchmarks examples scripts
+
+schema: configs/schema.json ## Write configs/schema.json: what editors complete and check configs with
+
+# Written again when a source file or the installed packages change: the signatures are the schema (a stale one fails
+# tests/test_config_schema.py).
+configs/schema.json: $(STAMP) scripts/config_schema.py $(shell find src -name '*.py')
+	$(BIN)/python scripts/config_schema.py
 
 tensorboard: $(STAMP) ## Serve the TensorBoard logs under runs/
 	$(BIN)/tensorboard --logdir runs

@@ -5,7 +5,8 @@ benchmarks, examples, configs), and every line elsewhere that carries its marker
 ``# extra: <name>`` (``<!-- extra: <name> -->`` in Markdown), or a block from ``>>> extra: <name>`` to
 ``<<< extra: <name>`` (its pyproject extra, its make targets, its rows in the docs). The extras that import it go
 too (``serve`` imports ``deploy``), and the script says so. The Python files it edited are then formatted with ruff,
-as ``make rename`` does. Run it on a clean checkout (review with ``git diff``), then ``make install``.
+as ``make rename`` does, and configs/schema.json is written again if it named a deleted module's classes (as
+``make schema`` does). Run it on a clean checkout (review with ``git diff``), then ``make install``.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -125,6 +128,7 @@ def drop(names: list[str], root: Path = ROOT) -> list[str]:
     dropped = with_users(names, root)
     installed = engine_lock.read(root)
     before = engine_lock.hashes(root, list(installed["files"])) if installed else {}
+    modules = [module for name in dropped for module in modules_of(parts(name, root), root)]
     for name in dropped:
         for path in parts(name, root):
             if path.is_dir():
@@ -142,7 +146,35 @@ def drop(names: list[str], root: Path = ROOT) -> list[str]:
     if not reformat(changed, root):  # a table left with one row, say: as ruff would write it
         print("ruff not found: run `make format` (the files edited above may need it)")
     engine_lock.record(root, before)  # so make update-engine keeps the extra deleted, and edits stay edits
+    rewrite_schema(modules, root)
     return dropped
+
+
+def modules_of(paths: list[Path], root: Path) -> list[str]:
+    """The dotted names of the modules under ``src/`` among ``paths`` (files, or folders of them)."""
+    files = [f for p in paths for f in ([p] if p.is_file() else sorted(p.rglob("*.py")) if p.is_dir() else [])]
+    src = root / "src"
+    return [".".join(f.relative_to(src).with_suffix("").parts) for f in files if f.suffix == ".py" and src in f.parents]
+
+
+def rewrite_schema(modules: list[str], root: Path) -> None:
+    """Write configs/schema.json again if it names a class of one of the deleted ``modules`` (``make schema``: it
+    imports the project, so it runs on ``.venv``'s Python, else this one); else say to run ``make schema``."""
+    schema, script = root / "configs" / "schema.json", root / "scripts" / "config_schema.py"
+    if not schema.is_file() or not script.is_file():
+        return
+    text = schema.read_text(encoding="utf-8")
+    if not any(f'"{module}.' in text for module in modules):
+        return
+    venv = root / ".venv" / "bin" / "python"
+    python = str(venv) if venv.is_file() else sys.executable
+    paths = [str(root / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]  # this tree's package first
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    proc = subprocess.run([python, str(script)], cwd=root, env=env, capture_output=True, text=True)
+    if proc.returncode == 0:
+        print("configs/schema.json written again, without the deleted classes")
+    else:
+        print("configs/schema.json still names the deleted classes: run `make schema` after `make install`")
 
 
 def main(argv: list[str] | None = None) -> int:

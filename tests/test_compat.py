@@ -197,6 +197,7 @@ def _orig_mod(_: Path) -> None:
 
 
 RUN = "_engine/run"
+SCHEMA = "_engine/config_schema"
 PRIVATES = (
     # >>> extra: serve
     Private("uvicorn HTTP protocols", ("extras/serve/connections.py",), (), _uvicorn_protocols),
@@ -204,10 +205,15 @@ PRIVATES = (
     Private("h11 Connection.their_state", ("extras/serve/connections.py",), (), _h11_state),
     Private("uvicorn Server.handle_exit and on_tick", ("extras/serve/shutdown.py",), (), _uvicorn_server),
     # <<< extra: serve
-    Private("jsonargparse ActionTypeHint._typehint", (f"{RUN}/config_file.py",), ("_typehint",), _typehint),
+    Private(
+        "jsonargparse ActionTypeHint._typehint",
+        (f"{RUN}/config_file.py", f"{SCHEMA}/arguments.py"),
+        ("_typehint",),
+        _typehint,
+    ),
     Private(
         "argparse ArgumentParser._actions",
-        (f"{RUN}/config_file.py", f"{RUN}/cli.py", "_engine/arguments.py"),
+        (f"{RUN}/config_file.py", f"{RUN}/cli.py", "_engine/arguments.py", f"{SCHEMA}/arguments.py"),
         ("_actions",),
         _argparse_actions,
     ),

@@ -1,4 +1,5 @@
-"""Every YAML under configs/ opens with the command that runs it, and that command parses through the CLI.
+"""Every YAML under configs/ opens with the line that gives editors its schema (configs/schema.json), then the
+command that runs it, and that command parses through the CLI.
 
 Configs live one folder per concern (model/ backbones, optim/ optimisers and schedules, loss/, perf/, trainer/,
 data/, experiment/, ...) and state only what they change from configs/default.yaml.
@@ -6,6 +7,7 @@ data/, experiment/, ...) and state only what they change from configs/default.ya
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -26,18 +28,38 @@ RESTATES_ON_PURPOSE = {
 }
 
 
+#: What opens a config for editors (VS Code's YAML extension reads it; docs/make_it_yours.md): the schema's path
+#: relative to the file follows.
+SCHEMA_LINE = "# yaml-language-server: $schema="
+
+
 def _config_id(path: Path) -> str:
     return str(path.relative_to(CONFIGS))
 
 
+def command_line(config: Path) -> str:
+    """The line of ``config`` after its schema line: a comment holding the ``litstarter`` command that runs it."""
+    lines = config.read_text().splitlines()
+    return lines[1] if lines and lines[0].startswith(SCHEMA_LINE) else lines[0]
+
+
 def header_command(config: Path) -> list[str]:
-    """The first line of ``config``, a comment holding the ``litstarter`` command that runs it, split into words."""
-    first = config.read_text().splitlines()[0]
-    assert first.startswith("# litstarter "), f"{_config_id(config)}: line 1 must be `# litstarter <command>`"
+    """The ``litstarter`` command that runs ``config`` (its line after the schema line), split into words."""
+    first = command_line(config)
+    assert first.startswith("# litstarter "), (
+        f"{_config_id(config)}: after the schema line comes `# litstarter <command>`"
+    )
     line = first[2:]
     for placeholder in PLACEHOLDERS:
         line = line.replace(placeholder, placeholder.replace(" ", "_"))  # one word each
     return shlex.split(line)
+
+
+@pytest.mark.parametrize("config", ALL_CONFIGS, ids=_config_id)
+def test_line_one_gives_editors_the_schema(config: Path) -> None:
+    schema = os.path.relpath(CONFIGS / "schema.json", config.parent)
+    expected = f"{SCHEMA_LINE}{schema}"
+    assert config.read_text().splitlines()[0] == expected, f"{_config_id(config)}: line 1 must be `{expected}`"
 
 
 @pytest.mark.parametrize("config", ALL_CONFIGS, ids=_config_id)
