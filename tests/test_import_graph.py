@@ -145,12 +145,13 @@ def test_the_top_of_the_package_stays_small() -> None:
 
 
 def task_names(package: Path) -> set[str]:
-    """The ``task_name`` / ``name`` string each task module and answers module under ``tasks/`` assigns."""
+    """The ``task_name`` / ``name`` / ``target_kind`` string each task module and answers module under ``tasks/``
+    and each target kind under ``_engine/targets/`` assigns."""
     names = set()
-    for path in (package / "tasks").glob("*.py"):
+    for path in [*(package / "tasks").glob("*.py"), *(package / "_engine" / "targets").glob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value:
-                if any(isinstance(t, ast.Name) and t.id in ("task_name", "name") for t in node.targets):
+                if any(isinstance(t, ast.Name) and t.id in ("task_name", "name", "target_kind") for t in node.targets):
                     names.add(node.value.value)
     return names
 
@@ -158,7 +159,7 @@ def task_names(package: Path) -> set[str]:
 def test_downstream_code_asks_the_task_and_never_tests_its_name() -> None:
     package = package_dir()
     names = task_names(package)
-    assert {"single_label", "multilabel"} <= names, names
+    assert {"single_label", "multilabel", "regression", "class", "label_set", "value"} <= names, names
     found = []
     for extra in ("deploy", "serve", "cv", "tune", "inspect"):
         for path in sorted((package / "extras" / extra).rglob("*.py")):
@@ -168,7 +169,7 @@ def test_downstream_code_asks_the_task_and_never_tests_its_name() -> None:
                 for constant in (c.value for c in ast.walk(node) if isinstance(c, ast.Constant)):
                     if constant in names:
                         found.append(f"{path.relative_to(package)}:{node.lineno} compares with {constant!r}")
-    assert found == [], "ask the task's answers (litstarter.tasks.answers) instead:\n" + "\n".join(found)
+    assert found == [], "ask the task's answers or the targets' kind instead:\n" + "\n".join(found)
 
 
 def test_what_infer_and_serve_use_of_a_task_imports_neither_torch_nor_lightning() -> None:

@@ -18,9 +18,7 @@ stem for C channels is drawn at the scale of the one it replaces.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
-from urllib.parse import urlparse
 
 import torch
 import torchvision
@@ -59,11 +57,6 @@ FAMILIES: dict[str, Family] = {
 def weight_names(arch: str) -> list[str]:
     """torchvision's weights names for ``arch``, e.g. ``['IMAGENET1K_V1', 'DEFAULT']``."""
     return list(torchvision.models.get_model_weights(arch).__members__)
-
-
-def weights_file_name(arch: str, name: str) -> str:
-    """The file torchvision downloads for weights ``name`` of ``arch`` (e.g. ``resnet18-f37072fd.pth``)."""
-    return os.path.basename(urlparse(torchvision.models.get_model_weights(arch)[name].url).path)
 
 
 def _replace(model: nn.Module, path: str, module: nn.Module) -> None:

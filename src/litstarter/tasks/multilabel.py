@@ -65,12 +65,17 @@ class MultilabelClassifier(ImageTask):
         super().__init__(**kwargs)
         k = self.hparams.num_classes
         self.given_thresholds = thresholds  # not a saved hyper-parameter: see unsaved_arguments
-        check_arguments(label_smoothing, pos_weight, thresholds, k)
+        if not 0 <= label_smoothing < 1:
+            raise UsageError(f"model.label_smoothing must be in [0, 1), got {label_smoothing}")
+        if isinstance(pos_weight, str) and pos_weight != "auto":
+            raise UsageError(f"model.pos_weight must be 'auto', {k} positive numbers or null, got {pos_weight!r}")
+        if isinstance(pos_weight, (list, tuple)) and (len(pos_weight) != k or min(pos_weight) <= 0):
+            raise UsageError(f"model.pos_weight must be {k} positive numbers (one per label), got {pos_weight}")
         weight = None if pos_weight is None else torch.ones(k)
         if isinstance(pos_weight, (list, tuple)):
             weight = torch.tensor(pos_weight, dtype=torch.float32)
         self.criterion = nn.BCEWithLogitsLoss(pos_weight=weight)  # its pos_weight is a buffer: checkpoints carry it
-        start = _as_thresholds(thresholds, k) if thresholds is not None else torch.full((k,), 0.5)
+        start = _as_thresholds(thresholds, k) if thresholds is not None else torch.full((k,), 0.5)  # checks them
         self.register_buffer("label_thresholds", start)  # tuned at each validation, saved in checkpoints
         self.train_metrics = MetricCollection({"f1_macro": MultilabelF1Score(k, average="macro")}, prefix="train/")
         self.val_probs, self.val_targets = CatMetric(), CatMetric()  # the whole stage's probabilities
@@ -217,15 +222,3 @@ def _as_thresholds(given: float | list[float], k: int) -> torch.Tensor:
     if len(values) != k or not all(0 <= v <= 1 for v in values):
         raise UsageError(f"model.thresholds must be one number or {k} numbers (one per label) in [0, 1], got {given}")
     return torch.tensor(values, dtype=torch.float32)
-
-
-def check_arguments(label_smoothing: float, pos_weight, thresholds, k: int) -> None:
-    """One ``model.<key>`` line for a multi-label argument out of range."""
-    if not 0 <= label_smoothing < 1:
-        raise UsageError(f"model.label_smoothing must be in [0, 1), got {label_smoothing}")
-    if isinstance(pos_weight, str) and pos_weight != "auto":
-        raise UsageError(f"model.pos_weight must be 'auto', {k} positive numbers or null, got {pos_weight!r}")
-    if isinstance(pos_weight, (list, tuple)) and (len(pos_weight) != k or min(pos_weight) <= 0):
-        raise UsageError(f"model.pos_weight must be {k} positive numbers (one per label), got {pos_weight}")
-    if thresholds is not None:
-        _as_thresholds(thresholds, k)

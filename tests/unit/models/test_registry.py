@@ -16,7 +16,7 @@ import torchvision
 from litstarter._engine.errors import UsageError
 from litstarter._engine.pretrained import adapt_stem_weight
 from litstarter.models import create_backbone, list_backbones, list_weights
-from litstarter.models.torchvision_backbones import FAMILIES, weights_file_name
+from litstarter.models.torchvision_backbones import FAMILIES
 
 # The smallest input every family accepts: five stride-2 stages leave 1x1 (and BN still sees batch 2 > 1 value).
 SIZE = 32
@@ -74,7 +74,8 @@ def test_weights_name_uses_the_file_in_the_hub_and_sums_rgb_filters_for_grayscal
     torch.manual_seed(0)
     reference = torchvision.models.mobilenet_v3_small().state_dict()  # stands in for the ImageNet file
     offline_hub.mkdir(parents=True)
-    torch.save(reference, offline_hub / weights_file_name("mobilenet_v3_small", "IMAGENET1K_V1"))
+    url = torchvision.models.get_model_weights("mobilenet_v3_small")["IMAGENET1K_V1"].url
+    torch.save(reference, offline_hub / url.rsplit("/", 1)[1])  # the file torchvision downloads
     with caplog.at_level(logging.INFO, logger="litstarter"):
         backbone = create_backbone("mobilenet_v3_small", in_channels=1, weights="DEFAULT")
     state = backbone.state_dict()

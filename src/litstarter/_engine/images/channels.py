@@ -29,11 +29,6 @@ def read_headers(paths: Iterable[str | os.PathLike]) -> tuple[Counter, list[tupl
     return modes, sizes
 
 
-def header_modes(paths: Iterable[str | os.PathLike]) -> Counter:
-    """How many files have each PIL mode (:func:`read_headers`)."""
-    return read_headers(paths)[0]
-
-
 def channels_for(modes: Counter) -> tuple[int, str]:
     """``(channels, reason)``: 1 when every readable image is grey, else 3 (also when none could be read)."""
     counts = ", ".join(f"{mode} {n}" for mode, n in modes.most_common())

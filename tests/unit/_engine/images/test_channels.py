@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from litstarter._engine.images.channels import channels_for, header_modes
+from litstarter._engine.images.channels import channels_for, read_headers
 from litstarter.data import ImageFolderDataModule
 from tests.helpers import write_image
 
@@ -13,10 +13,10 @@ from tests.helpers import write_image
 def test_grey_modes_give_one_channel_and_any_colour_gives_three(tmp_path: Path) -> None:
     grey = [write_image(tmp_path / f"g{i}.png", mode=mode) for i, mode in enumerate(["L", "LA", "I;16", "1"])]
     grey.append(write_image(tmp_path / "g.jpg", mode="L"))
-    assert channels_for(header_modes(grey))[0] == 1
-    assert channels_for(header_modes([*grey, write_image(tmp_path / "c.png", mode="RGBA")]))[0] == 3
-    assert channels_for(header_modes([*grey, write_image(tmp_path / "p.png", mode="P")]))[0] == 3
-    assert channels_for(header_modes([]))[0] == 3
+    assert channels_for(read_headers(grey)[0])[0] == 1
+    assert channels_for(read_headers([*grey, write_image(tmp_path / "c.png", mode="RGBA")])[0])[0] == 3
+    assert channels_for(read_headers([*grey, write_image(tmp_path / "p.png", mode="P")])[0])[0] == 3
+    assert channels_for(read_headers([])[0])[0] == 3
 
 
 def test_only_the_header_is_read(tmp_path: Path) -> None:
@@ -24,7 +24,7 @@ def test_only_the_header_is_read(tmp_path: Path) -> None:
     whole = write_image(tmp_path / "whole.jpg", size=(64, 64), mode="L").read_bytes()
     (tmp_path / "cut.jpg").write_bytes(whole[: len(whole) // 2])
     (tmp_path / "text.png").write_text("not an image")
-    modes = header_modes([tmp_path / "cut.jpg", tmp_path / "text.png"])
+    modes, _ = read_headers([tmp_path / "cut.jpg", tmp_path / "text.png"])
     assert modes == {"L": 1}
 
 
