@@ -389,3 +389,25 @@ def multilabel_fit_args(save_dir: Path, root: Path, labels: str, name: str, epoc
         "--data.init_args.batch_size=32",
         "--model.pos_weight=auto",
     ]
+
+
+def write_mask_folder(root: Path, images: int, seed: int = 0, splits: bool = False) -> Path:
+    """A segmentation folder of digit canvases as users have them: ``images/`` (grey PNGs, some enlarged to 72 px RGB
+    JPEGs) beside ``masks/`` (PNGs of class indices, mode ``L``, each its image's size) and ``classes.txt``; with
+    ``splits``, the same inside ``train/``, ``val/`` and ``test/`` (70/15/15)."""
+    from litstarter.data.digit_segmentation import CLASS_NAMES, digit_masks
+
+    pictures, masks = digit_masks(images, seed)
+    for i, (picture, mask) in enumerate(zip(pictures[:, 0], masks, strict=True)):
+        split = ("train" if i < 0.7 * images else "val" if i < 0.85 * images else "test") if splits else ""
+        image, target = Image.fromarray(picture), Image.fromarray(mask)
+        name = f"{i:03d}.png"
+        if i % 3 == 1:  # larger, in colour, as a JPEG: the mask is enlarged with it (nearest neighbour)
+            image = image.resize((72, 72), Image.BILINEAR).convert("RGB")
+            target = target.resize((72, 72), Image.NEAREST)
+            name = f"{i:03d}.jpg"
+        for folder, picture_ in (("images", image), ("masks", target)):
+            (root / split / folder).mkdir(parents=True, exist_ok=True)
+            picture_.save(root / split / folder / (name if folder == "images" else f"{i:03d}.png"))
+    (root / "classes.txt").write_text("\n".join(CLASS_NAMES) + "\n")
+    return root

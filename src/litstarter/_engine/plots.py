@@ -52,3 +52,34 @@ def confusion_matrix_figure(matrix: torch.Tensor, class_names: Sequence[str], ti
     ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def class_colours(num_classes: int) -> torch.Tensor:
+    """``(num_classes, 3)`` RGB in 0..1: class 0 (the background) black, the others spread around the hue circle."""
+    import colorsys
+
+    hues = [colorsys.hsv_to_rgb(i / max(num_classes - 1, 1) * 0.83, 0.9, 1.0) for i in range(num_classes - 1)]
+    return torch.tensor([(0.0, 0.0, 0.0), *hues], dtype=torch.float32)[:num_classes]
+
+
+def mask_overlays(images: torch.Tensor, predicted: torch.Tensor, truth: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """One RGB grid ``(3, n * H, 3 * W)`` in 0..1: per image a row of the image, its predicted mask over it and its
+    true mask over it (half and half; the background left as it is, ignored pixels grey).
+
+    Args:
+        images: ``(n, C, H, W)`` uint8.
+        predicted: ``(n, H, W)`` class indices.
+        truth: ``(n, H, W)`` class indices (an index past the classes, such as 255, is ignored).
+        num_classes: The number of classes.
+    """
+    grey = images.float().mean(dim=1, keepdim=True).expand(-1, 3, -1, -1) / 255.0  # (n, 3, H, W)
+    colours = torch.cat([class_colours(num_classes), torch.tensor([[0.5, 0.5, 0.5]])])  # the last: ignored
+
+    def over(masks: torch.Tensor) -> torch.Tensor:
+        index = masks.long().clamp(max=num_classes)  # ignored -> the grey entry
+        painted = colours[index].permute(0, 3, 1, 2)  # (n, 3, H, W)
+        background = (index == 0).unsqueeze(1)
+        return torch.where(background, grey, 0.5 * grey + 0.5 * painted)
+
+    rows = torch.cat([grey, over(predicted), over(truth)], dim=3)  # (n, 3, H, 3W)
+    return torch.cat(list(rows), dim=1)  # (3, n * H, 3W)

@@ -4,6 +4,7 @@ from litstarter.data.augmentation import FastAugmentation
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.digit_counts import DigitCountsDataModule
+from litstarter.data.digit_segmentation import DigitSegmentationDataModule
 from litstarter.data.digits import DigitsDataModule
 from litstarter.data.image_folder import ImageFolderDataModule
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler, SeedEachItem
@@ -13,6 +14,7 @@ __all__ = [
     "ArrayDataModule",
     "ArrayImageDataset",
     "DigitCountsDataModule",
+    "DigitSegmentationDataModule",
     "DigitsDataModule",
     "FastAugmentation",
     "ImageFolderDataModule",

@@ -67,6 +67,13 @@ class FastAugmentation(v2.Transform):
         builds the jsonargparse ``lazy_instance`` the data modules default to.)"""
         return fast.augment_batch(images, size, self, seeds)
 
+    def augment_masks(
+        self, masks: torch.Tensor, size: tuple[int, int], seeds: Sequence[int] | np.ndarray
+    ) -> torch.Tensor:
+        """The geometry :meth:`augment_batch` gives the images of ``seeds``, on their ``(B, H, W)`` uint8 masks
+        (nearest neighbour; no colour): ``(B, *size)`` uint8."""
+        return fast.augment_masks(masks, size, self, seeds)
+
     def extra_repr(self) -> str:
         return (
             f"crop_scale={self.crop_scale}, crop_ratio={self.crop_ratio}, hflip={self.hflip}, "
@@ -101,6 +108,36 @@ def seeded_call(transform: v2.Transform, image: torch.Tensor, seed: int) -> torc
     """``transform(image)`` with torch's generator seeded from ``seed`` (the caller restores the generator)."""
     torch.manual_seed(int(seed) & 0x7FFF_FFFF_FFFF_FFFF)
     return transform(image)
+
+
+def augment_with_masks(
+    images: torch.Tensor,
+    masks: torch.Tensor,
+    size: tuple[int, int],
+    augmentation: v2.Transform,
+    seeds: Sequence[int] | np.ndarray,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`augment` for ``(B, C, H, W)`` uint8 images and their ``(B, H, W)`` uint8 masks: one geometry for both
+    (nearest neighbour for the mask), colour for the image alone. :class:`FastAugmentation` runs on the batch; any
+    other v2 transform gets each image with its mask as a ``tv_tensors.Mask``, seeded. Returns ``(B, C, *size)`` and
+    ``(B, *size)``."""
+    if isinstance(augmentation, FastAugmentation):
+        return augmentation.augment_batch(images, size, seeds), augmentation.augment_masks(masks, size, seeds)
+    from torchvision import tv_tensors
+
+    out_images, out_masks = [], []
+    with torch.random.fork_rng(devices=[]):
+        for image, mask, seed in zip(images, masks, seeds, strict=True):
+            torch.manual_seed(int(seed) & 0x7FFF_FFFF_FFFF_FFFF)
+            image, mask = augmentation(image, tv_tensors.Mask(mask))
+            out_images.append(center_crop_or_resize(image, size))
+            out_masks.append(center_crop_or_resize(mask.as_subclass(torch.Tensor)[None], size, nearest=True)[0])
+    if any(o.dtype != torch.uint8 for o in out_images):
+        raise UsageError(
+            f"data.augmentation {type(augmentation).__name__} returned {out_images[0].dtype}; it must return uint8"
+            " images (the model normalises them itself)"
+        )
+    return torch.stack(out_images), torch.stack(out_masks)
 
 
 def augment(

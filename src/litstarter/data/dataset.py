@@ -10,7 +10,7 @@ from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
 from litstarter._engine.images.crop import center_crop_or_resize
-from litstarter.data.augmentation import augment
+from litstarter.data.augmentation import augment, augment_with_masks
 
 Item = int | tuple[int, int]
 
@@ -23,8 +23,10 @@ class ArrayImageDataset(Dataset):
 
     Args:
         images: ``(N, C, H, W)`` uint8 array, possibly a ``np.memmap``; read lazily per item.
-        targets: ``(N,)`` integer class indices (served as ints), or ``(N, ...)`` targets of another shape (a
-            multi-label task's multi-hot rows, a regression's values: served as float32 tensors, row by row).
+        targets: ``(N,)`` integer class indices (served as ints); ``(N, H, W)`` uint8 masks of the images' own
+            ``H, W`` (cropped, resized and flipped with their image, by nearest neighbour; served as uint8 tensors);
+            or ``(N, ...)`` targets of another shape (a multi-label task's multi-hot rows, a regression's values:
+            served as float32 tensors, row by row). May be memory-mapped.
         size: Output ``(h, w)``; images larger than this are cropped, smaller ones resized.
         augmentation: Random augmentation (any v2 transform); ``None`` for the eval view.
     """
@@ -37,9 +39,13 @@ class ArrayImageDataset(Dataset):
         if len(images) != len(targets):
             raise ValueError(f"{len(images)} images but {len(targets)} targets")
         self.images = images
-        targets = np.asarray(targets)
-        integral = targets.ndim == 1 and targets.dtype.kind in "iub"
-        self.targets = targets.astype(np.int64 if integral else np.float32, copy=False)
+        #: Whether each target is a mask of its image's pixels (it then follows the image's geometry).
+        self.masks = np.ndim(targets) == 3 and tuple(targets.shape[1:]) == tuple(images.shape[2:])
+        if not self.masks:
+            targets = np.asarray(targets)
+            integral = targets.ndim == 1 and targets.dtype.kind in "iub"
+            targets = targets.astype(np.int64 if integral else np.float32, copy=False)
+        self.targets = targets
         self.size = tuple(size)
         self.augmentation = augmentation
 
@@ -55,17 +61,33 @@ class ArrayImageDataset(Dataset):
         pairs = [item if isinstance(item, (tuple, list)) else (item, None) for item in items]
         indices = np.array([index for index, _ in pairs], dtype=np.int64)
         images = torch.from_numpy(self.images[indices])  # fancy indexing copies out of the memmap: (B, C, H, W)
-        if self.augmentation is None:
+        seeds = None
+        if self.augmentation is not None:
+            seeds = [int(torch.randint(0, 2**62, ())) if seed is None else seed for _, seed in pairs]
+        if self.masks:
+            return list(zip(*self._with_masks(images, indices, seeds), strict=True))
+        if seeds is None:
             images = center_crop_or_resize(images, self.size)
         else:
-            seeds = [int(torch.randint(0, 2**62, ())) if seed is None else seed for _, seed in pairs]
             images = augment(images, self.size, self.augmentation, seeds)
         targets = self.targets[indices]
         targets = targets.tolist() if targets.dtype == np.int64 else torch.from_numpy(targets).unbind(0)
         return list(zip(images.unbind(0), targets, strict=True))
 
+    def _with_masks(
+        self, images: torch.Tensor, indices: np.ndarray, seeds: list[int] | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The batch's images and masks, ``(B, C, h, w)`` and ``(B, h, w)`` uint8: one geometry for both."""
+        masks = torch.from_numpy(np.asarray(self.targets[indices]))  # (B, H, W) uint8
+        if seeds is None:
+            return center_crop_or_resize(images, self.size), center_crop_or_resize(masks, self.size, nearest=True)
+        return augment_with_masks(images, masks, self.size, self.augmentation, seeds)
+
     def eval_view(self, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """``(images (N, C, h, w) uint8, targets (N, ...))`` of ``indices``, un-augmented whatever the split."""
         indices = np.asarray(indices, dtype=np.int64)
         images = center_crop_or_resize(torch.from_numpy(self.images[indices]), self.size)
+        if self.masks:
+            masks = center_crop_or_resize(torch.from_numpy(np.asarray(self.targets[indices])), self.size, nearest=True)
+            return images.numpy(), masks.numpy()
         return images.numpy(), self.targets[indices]

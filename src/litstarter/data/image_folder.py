@@ -1,4 +1,5 @@
-"""Your own images in folders, cached once as uint8 arrays, with imbalance samplers and loud bad-file handling."""
+"""Your own images in folders (and their masks), cached once as uint8 arrays, with imbalance samplers and loud
+bad-file handling."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
 
 
 class ImageFolderDataModule(ArrayDataModule):
-    """Images in class folders (with or without split folders) or named by a labels CSV, as uint8 tensors.
+    """Images in class folders (with or without split folders), named by a labels CSV, or beside their masks
+    (``root/images`` and ``root/masks``), as uint8 tensors.
 
     ``prepare_data`` decodes every file once (converted to ``channels``, resized and centre-cropped a little larger
     than ``image_size``) into a memory-mapped uint8 cache, once per node under DDP, reused while the files and the
@@ -65,6 +67,12 @@ class ImageFolderDataModule(ArrayDataModule):
             ``null``: a ``timm/`` backbone's own (its pretrained config's; the CLI fills it in), else bilinear.
         crop_pct: The eval view's centre crop as a fraction of the stored size: images are stored at
             ``floor(image_size / crop_pct)``; ``null``: a ``timm/`` backbone's own, else 1 / 1.14 (ImageNet's 224/256).
+        ignore_index: Masks (``root/images`` beside ``root/masks``, or ``image,mask`` rows): the index of pixels no
+            class is learnt or scored on; any other index must name a class.
+        mask_resize: Masks: ``refuse`` a mask whose size is not its image's (naming it), or resize it to the image
+            by ``nearest`` neighbour.
+        binary_masks: Masks: foreground wherever the mask is not 0 (0/1 and 0/255 PNGs alike), classes
+            ``background`` and ``foreground``, no pixel ignored.
     """
 
     def __init__(
@@ -90,8 +98,15 @@ class ImageFolderDataModule(ArrayDataModule):
         labels_absolute_paths: bool = False,
         interpolation: Literal["bilinear", "bicubic"] | None = None,
         crop_pct: float | None = None,
+        ignore_index: int = 255,
+        mask_resize: Literal["refuse", "nearest"] = "refuse",
+        binary_masks: bool = False,
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
+        if not 0 <= ignore_index <= 255:
+            raise UsageError(f"data.ignore_index must be in 0..255 (masks are uint8), got {ignore_index}")
+        if mask_resize not in ("refuse", "nearest"):
+            raise UsageError(f"data.mask_resize must be 'refuse' or 'nearest', got {mask_resize!r}")
         if sampler not in ("none", "weighted", "balanced"):
             raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
         # The listing, the split and the cache: the engine's, shared with the reports that read the same cache.
@@ -111,6 +126,7 @@ class ImageFolderDataModule(ArrayDataModule):
             labels_absolute_paths,
             interpolation,
             crop_pct,
+            {"ignore_index": ignore_index, "mask_resize": mask_resize, "binary": binary_masks},
         )
         for name, value in (("mean", mean), ("std", std)):
             if value is not None and len(value) != self.folder.channels:
@@ -130,6 +146,7 @@ class ImageFolderDataModule(ArrayDataModule):
             )
         self.sampler = sampler
         self.augmentation = augmentation
+        self.ignore_index = ignore_index  # a mask task's loss and metrics skip these pixels
         self._mean, self._std = mean, std
         self.cache: ImageCache | None = None
 

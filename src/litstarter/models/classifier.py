@@ -1,4 +1,5 @@
-"""The deployable network: normalisation + backbone + linear head, as one plain ``nn.Module``."""
+"""The deployable network: normalisation + backbone + head, as one plain ``nn.Module`` (a linear head here; a
+segmentation decoder in :mod:`.segmenter`; :mod:`.build` rebuilds either from a checkpoint's architecture)."""
 
 from __future__ import annotations
 
@@ -10,48 +11,40 @@ from torch import nn
 from litstarter._engine.errors import BadInputError, UsageError
 from litstarter.models.registry import create_backbone
 
-#: The ``ImageClassifier`` hyper-parameters that fix the network's shape (recorded so ``weights.pt`` can load).
-#: ``image_size`` is one of them: ``small_cnn``'s stem downsamples by a factor chosen from it.
+#: The task hyper-parameters that fix the network's shape (recorded so ``weights.pt`` can load). ``image_size`` is
+#: one of them: ``small_cnn``'s stem downsamples by a factor chosen from it.
 ARCHITECTURE_KEYS = ("backbone", "backbone_kwargs", "num_classes", "in_channels", "dropout", "image_size")
+#: A segmentation task's architecture key (``null`` picks the widths): its network is a ``Segmenter``.
+DECODER_KEY = "decoder_channels"
 
 
 def architecture_of(hparams: Mapping) -> dict:
-    """The :data:`ARCHITECTURE_KEYS` of a checkpoint's ``hyper_parameters``: what :func:`build_classifier` takes."""
-    return {k: hparams.get(k) for k in ARCHITECTURE_KEYS}
+    """The :data:`ARCHITECTURE_KEYS` of a checkpoint's ``hyper_parameters`` (and :data:`DECODER_KEY` where they hold
+    it): what :func:`litstarter.models.build.build_network` takes."""
+    architecture = {k: hparams.get(k) for k in ARCHITECTURE_KEYS}
+    if DECODER_KEY in hparams:
+        architecture[DECODER_KEY] = hparams[DECODER_KEY]
+    return architecture
 
 
-class Classifier(nn.Module):
+class ImageNetwork(nn.Module):
     """Images as they come off the cache, 0..255 in any dtype, to logits (no softmax). Normalisation lives inside
     the network as buffers: every checkpoint and export carries the preprocessing training used, and batches travel
-    to the device as uint8, a quarter of the bytes of float32.
+    to the device as uint8, a quarter of the bytes of float32. Subclasses add the backbone and the head.
 
     Args:
-        backbone: A module mapping ``(B, C, H, W)`` floats to ``(B, backbone.num_features)``.
-        num_classes: Number of output logits.
         mean: Per-channel mean on the 0..1 scale.
         std: Per-channel standard deviation on the 0..1 scale.
-        dropout: Dropout before the head.
     """
 
-    def __init__(
-        self,
-        backbone: nn.Module,
-        num_classes: int,
-        mean: Sequence[float],
-        std: Sequence[float],
-        dropout: float = 0.0,
-    ) -> None:
+    backbone: nn.Module
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float]) -> None:
         super().__init__()
         if len(mean) != len(std):
             raise ValueError(f"mean has {len(mean)} channels but std has {len(std)}")
         self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1) * 255.0)
         self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1) * 255.0)
-        self.backbone = backbone
-        self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(backbone.num_features, num_classes)
-        # Small head init: the first logits are near zero, so the first loss is about log(num_classes).
-        nn.init.normal_(self.head.weight, std=0.01)
-        nn.init.zeros_(self.head.bias)
 
     def set_memory_options(self, gradient_checkpointing: bool = False, channels_last: bool = False) -> None:
         """Recompute the backbone's activations in backward (it must have ``set_grad_checkpointing``), and/or keep
@@ -79,6 +72,34 @@ class Classifier(nn.Module):
         """``(B, C, H, W)`` 0..255 -> zero-mean, unit-variance float32."""
         return (x.float() - self.mean) / self.std
 
+
+class Classifier(ImageNetwork):
+    """An :class:`ImageNetwork` whose backbone's pooled features feed a linear head: ``(B, num_classes)`` logits.
+
+    Args:
+        backbone: A module mapping ``(B, C, H, W)`` floats to ``(B, backbone.num_features)``.
+        num_classes: Number of output logits.
+        mean: Per-channel mean on the 0..1 scale.
+        std: Per-channel standard deviation on the 0..1 scale.
+        dropout: Dropout before the head.
+    """
+
+    def __init__(
+        self,
+        backbone: nn.Module,
+        num_classes: int,
+        mean: Sequence[float],
+        std: Sequence[float],
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__(mean, std)
+        self.backbone = backbone
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(backbone.num_features, num_classes)
+        # Small head init: the first logits are near zero, so the first loss is about log(num_classes).
+        nn.init.normal_(self.head.weight, std=0.01)
+        nn.init.zeros_(self.head.bias)
+
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """Images ``(B, C, H, W)`` -> pooled features ``(B, F)``."""
         return self.backbone(self.normalize(x))
@@ -94,9 +115,7 @@ class Classifier(nn.Module):
 
 def build_classifier(architecture: Mapping, trust_model: bool = True) -> Classifier:
     """An untrained :class:`Classifier` shaped as ``architecture`` says (the :data:`ARCHITECTURE_KEYS`), its
-    normalisation placeholders until weights load. ``ImageClassifier`` builds ``self.net`` with it too, so a
-    checkpoint rebuilds exactly the trained network. ``trust_model``: allow a backbone class from outside this
-    package (loaders of files pass the user's choice)."""
+    normalisation placeholders until weights load."""
     missing = [k for k in ("backbone", "num_classes", "in_channels") if k not in architecture]
     if missing:
         raise BadInputError(f"architecture is missing {missing}; got keys {sorted(architecture)}")

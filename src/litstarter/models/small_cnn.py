@@ -139,17 +139,40 @@ class SmallCNN(nn.Module):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
 
+    def _standardized(self, x: torch.Tensor) -> torch.Tensor:
+        if self.standardize == "both":
+            return torch.cat([x, standardize_per_image(x)], dim=1)
+        return standardize_per_image(x) if self.standardize else x
+
+    def _run(self, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        if self.grad_checkpointing and self.training and torch.is_grad_enabled():
+            # use_reentrant=False: the supported variant; works with inputs that don't require grad
+            return checkpoint(module, x, use_reentrant=False)
+        return module(x)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Map ``(B, C, H, W)`` float images to ``(B, num_features)`` pooled features."""
-        checkpointing = self.grad_checkpointing and self.training and torch.is_grad_enabled()
-        if self.standardize == "both":
-            x = torch.cat([x, standardize_per_image(x)], dim=1)
-        elif self.standardize:
-            x = standardize_per_image(x)
+        x = self._standardized(x)
         for stage in self.stages:
-            # use_reentrant=False: the supported variant; works with inputs that don't require grad
-            x = checkpoint(stage, x, use_reentrant=False) if checkpointing else stage(x)
+            x = self._run(stage, x)
         return self.pool(x).flatten(1)  # (B, F)
+
+    @property
+    def stage_channels(self) -> list[int]:
+        """The width of each stage's features (:meth:`forward_stages`): what a segmentation decoder is sized by."""
+        return [stage[1][0].out_channels for stage in self.stages]
+
+    def forward_stages(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Map ``(B, C, H, W)`` float images to each stage's features before its pooling, finest first: the skips
+        of a segmentation decoder (``models/segmenter.py``)."""
+        x, features = self._standardized(x), []
+        for stage in self.stages:
+            pool = stage[-1] if isinstance(stage[-1], nn.MaxPool2d) else None
+            x = self._run(stage[:-1] if pool is not None else stage, x)
+            features.append(x)  # (B, width, H / stride, W / stride)
+            if pool is not None:
+                x = pool(x)
+        return features
 
 
 @register_backbone("small_cnn")

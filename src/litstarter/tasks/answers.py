@@ -33,22 +33,27 @@ class TaskAnswers:
     name: ClassVar[str] = ""
     #: ``model.json``'s ``output.kind``: how to read the graph's output.
     output_kind: ClassVar[str] = "logits"
-    #: The name of :meth:`outputs`' tensor in the Open Inference Protocol (``serve``'s v2 route).
+    #: The name of :meth:`outputs`' tensor in the Open Inference Protocol (``serve``'s v2 route), and its datatype.
     output_name: ClassVar[str] = "probabilities"
+    output_dtype: ClassVar[str] = "FP32"
     #: Whether the outputs rank classes (Triton's classification extension applies to them).
     ranks_classes: ClassVar[bool] = True
     #: The keys of :attr:`state` (``model.json`` holds them at its top level).
     state_keys: ClassVar[tuple[str, ...]] = ()
     #: The fewest outputs the task takes.
     min_outputs: ClassVar[int] = 2
-    #: The export report's name for :meth:`agreement` (an exported fp32 artifact must agree on every image).
+    #: The export report's name for :meth:`agreement`, and the least an exported fp32 artifact must reach.
     agreement_name: ClassVar[str] = "agreement"
+    agreement_required: ClassVar[float] = 1.0
     #: The export report's name for :meth:`score` (INT8 is accepted on its drop against eager).
     score_name: ClassVar[str] = "score"
     #: The task's own metric that :meth:`score` is (``val/<metric_name>``): cv's out-of-fold figure is keyed by it.
     metric_name: ClassVar[str] = "score"
     #: Before each name in the columns of :meth:`outputs` (cv's out-of-fold file).
     output_prefix: ClassVar[str] = "prob_"
+    #: What each file's answer is, as a file of its own beside ``infer``'s CSV (``mask``: :meth:`file_answer`);
+    #: ``""``: none, the CSV row is the answer.
+    writes_files: ClassVar[str] = ""
 
     def __init__(self, class_names: Sequence[str], state: Mapping | None = None) -> None:
         self.class_names = list(class_names)
@@ -81,8 +86,29 @@ class TaskAnswers:
         single-label)."""
         return {"task": self.name, **self.state}
 
+    def logits_shape(self, image_size: Sequence[int]) -> list:
+        """The graph's output per image (``model.json``'s ``output.shape`` after ``batch``): ``[K]``."""
+        return [len(self.class_names)]
+
+    def output_shape(self, image_size: Sequence[int]) -> list:
+        """:meth:`outputs` per image (the v2 route's shape after the batch): ``[K]``."""
+        return [len(self.class_names)]
+
     def outputs(self, logits: np.ndarray) -> np.ndarray:
         """``(B, K)`` logits -> the task's ``(B, K)`` float64 answers (probabilities, values)."""
+        raise NotImplementedError
+
+    def file_answer(self, p: np.ndarray, source, view: dict) -> np.ndarray:
+        """A :attr:`writes_files` task's answer for one file (its path or bytes), on the file's own pixels; ``view``
+        holds the contract's ``resize_size`` and ``image_size``."""
+        raise NotImplementedError
+
+    def file_bytes(self, answer: np.ndarray) -> bytes:
+        """:meth:`file_answer` as the file ``infer`` writes and ``serve`` sends (a PNG)."""
+        raise NotImplementedError
+
+    def rle_answer(self, answer: np.ndarray) -> dict:
+        """:meth:`file_answer` as ``serve``'s JSON (run-length encoded)."""
         raise NotImplementedError
 
     def answer(self, p: np.ndarray, k: int) -> tuple[list[tuple[str, float]], list[str] | None]:

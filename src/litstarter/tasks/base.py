@@ -24,7 +24,8 @@ from litstarter._engine.init_from import TransferReport, load_matching_weights
 from litstarter._engine.schedulers import build_scheduler
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.models import check_weights, create_backbone, list_backbones
-from litstarter.models.classifier import architecture_of, build_classifier
+from litstarter.models.build import build_network
+from litstarter.models.classifier import architecture_of
 
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
 PLATEAU_MONITOR = "val/loss"
@@ -122,7 +123,7 @@ class ImageTask(L.LightningModule):
         self.optimizer = optimizer or optim.default_optimizer
         self.lr_scheduler = lr_scheduler or optim.default_scheduler
         # The same build as a checkpoint's rebuild; mean/std are placeholders until setup() copies the data's.
-        self.net = build_classifier(architecture_of(self.hparams))
+        self.net = build_network(architecture_of(self.hparams))
         try:  # a weights name is checked now; files are read when fitting starts
             check_weights(backbone, weights)
         except ValueError as err:

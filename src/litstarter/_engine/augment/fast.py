@@ -159,8 +159,27 @@ def augment_batch(
     return recolour(batch, draws[:, _RECOLOUR:_DRAWS], aug.invert, aug.channel_shuffle)
 
 
+def augment_masks(
+    masks: torch.Tensor, size: tuple[int, int], aug: Settings, seeds: Sequence[int] | np.ndarray
+) -> torch.Tensor:
+    """The geometry :func:`augment_batch` gives the images of ``seeds`` (the same crop boxes and flips, drawn from
+    the same seeds), applied to their ``(B, H, W)`` uint8 masks by nearest neighbour; colour never touches them.
+    Returns ``(B, *size)`` uint8."""
+    draws = uniforms(seeds, _DRAWS)
+    flips = torch.from_numpy(draws[:, _FLIP] < aug.hflip) if aug.hflip > 0 else torch.zeros(len(draws), dtype=bool)
+    if aug.crop_scale is None:
+        out = center_crop_or_resize(masks[:, None], size, nearest=True)[:, 0]
+        return torch.where(flips[:, None, None], out.flip(-1), out)
+    boxes = random_resized_crop_boxes(*masks.shape[-2:], aug.crop_scale, aug.crop_ratio, draws)
+    return resized_crop_batch(masks[:, None], torch.from_numpy(boxes), size, flips, nearest=True)[:, 0].to(torch.uint8)
+
+
 def resized_crop_batch(
-    images: torch.Tensor, boxes: torch.Tensor, size: tuple[int, int], flips: torch.Tensor | None = None
+    images: torch.Tensor,
+    boxes: torch.Tensor,
+    size: tuple[int, int],
+    flips: torch.Tensor | None = None,
+    nearest: bool = False,
 ) -> torch.Tensor:
     """Crop box ``i`` of image ``i`` and resize it to ``size``, bilinearly; optionally mirrored.
 
@@ -173,6 +192,8 @@ def resized_crop_batch(
         boxes: ``(B, 4)`` integer ``(top, left, height, width)`` per image.
         size: Output ``(h, w)``.
         flips: ``(B,)`` bool, mirror left-right; ``None`` for none.
+        nearest: Sample the nearest pixel instead (masks: a class index is never blended), at the same source
+            coordinates; a crop shrunk more is resized by ``nearest-exact``, whose pixel centres are the same.
 
     Returns:
         ``(B, C, h, w)`` float32, unrounded.
@@ -188,12 +209,16 @@ def resized_crop_batch(
     grid = torch.empty((n, out_h, out_w, 2))
     grid[..., 0] = ((2 * xs + 1) / width - 1).float()[:, None, :]  # float32 first: a mixed-dtype fill is slow
     grid[..., 1] = ((2 * ys + 1) / height - 1).float()[:, :, None]
-    out = nn_functional.grid_sample(images.float(), grid, mode="bilinear", padding_mode="border", align_corners=False)
+    mode = "nearest" if nearest else "bilinear"
+    out = nn_functional.grid_sample(images.float(), grid, mode=mode, padding_mode="border", align_corners=False)
     shrunk = (boxes[:, 2] > MAX_BATCHED_SHRINK * out_h) | (boxes[:, 3] > MAX_BATCHED_SHRINK * out_w)
     for i in shrunk.nonzero().flatten().tolist():
         top_i, left_i, h, w = boxes[i].tolist()
         crop = images[i : i + 1, :, top_i : top_i + h, left_i : left_i + w].float()
-        resized = nn_functional.interpolate(crop, size=tuple(size), mode="bilinear", antialias=True)[0]
+        if nearest:
+            resized = nn_functional.interpolate(crop, size=tuple(size), mode="nearest-exact")[0]
+        else:
+            resized = nn_functional.interpolate(crop, size=tuple(size), mode="bilinear", antialias=True)[0]
         out[i] = resized.flip(-1) if flips[i] else resized
     return out
 

@@ -60,6 +60,12 @@ def cache_key(params: dict) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def targets_file(kind) -> str:
+    """A split's targets file after ``<split>.``: ``targets.u8`` (raw ``(N, H, W)`` uint8) for a kind decoded with the
+    images (masks), ``targets.npy`` for one stacked from the listing."""
+    return "targets.u8" if kind.decoded else "targets.npy"
+
+
 def listing_digest(files: list[SourceFile]) -> str:
     """Digest of a split's file listing (paths, targets, sizes, mtimes, ctimes, inodes): any change shows."""
     digest = hashlib.sha256()
@@ -72,20 +78,19 @@ def listing_digest(files: list[SourceFile]) -> str:
 
 
 class MemmapImages:
-    """A read-only uint8 ``(N, C, H, W)`` memory map, opened lazily.
+    """A read-only uint8 memory map, ``(N, C, H, W)`` images or ``(N, H, W)`` masks, opened lazily.
 
     It pickles as its path and shape, so DataLoader workers started by ``spawn``/``forkserver`` reopen the
     file instead of receiving a copy of the whole array.
 
     Args:
         path: The raw ``.u8`` file.
-        shape: ``(N, C, H, W)``.
+        shape: ``(N, C, H, W)`` or ``(N, H, W)``.
     """
 
     dtype = np.dtype(np.uint8)
-    ndim = 4
 
-    def __init__(self, path: str | os.PathLike, shape: tuple[int, int, int, int]) -> None:
+    def __init__(self, path: str | os.PathLike, shape: tuple[int, ...]) -> None:
         self.path = Path(path)
         self.shape = tuple(int(s) for s in shape)
         self._array: np.ndarray | None = None
@@ -98,6 +103,11 @@ class MemmapImages:
             else:
                 self._array = np.memmap(self.path, dtype=np.uint8, mode="r", shape=self.shape)
         return self._array
+
+    @property
+    def ndim(self) -> int:
+        """The number of axes: 4 for images ``(N, C, H, W)``, 3 for masks ``(N, H, W)``."""
+        return len(self.shape)
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -141,9 +151,12 @@ class ImageCache:
         """The ``(N, C, H, W)`` uint8 images of a split, memory-mapped."""
         return MemmapImages(self.folder / f"{split}.u8", self.manifest["splits"][split]["shape"])
 
-    def targets(self, split: str) -> np.ndarray:
-        """A split's targets, ``(N, ...)`` as their kind stacked them (class indices ``(N,)`` int64; label sets and
-        values ``(N, K)`` float32)."""
+    def targets(self, split: str) -> np.ndarray | MemmapImages:
+        """A split's targets, ``(N, ...)`` as their kind stored them: class indices ``(N,)`` int64; label sets and
+        values ``(N, K)`` float32; masks ``(N, H, W)`` uint8, memory-mapped."""
+        if (self.folder / f"{split}.targets.u8").is_file():
+            n, _, h, w = self.manifest["splits"][split]["shape"]
+            return MemmapImages(self.folder / f"{split}.targets.u8", (n, h, w))
         return np.load(self.folder / f"{split}.targets.npy")
 
     @property
@@ -203,11 +216,12 @@ def _unusable(
         return f"its {MANIFEST} is malformed ({edited})"
     deadline = None if verify == "full" else verify_deadline(started)
     for split, entry in manifest["splits"].items():
-        images, targets = folder / f"{split}.u8", folder / f"{split}.targets.npy"
+        images = folder / f"{split}.u8"
         if not images.is_file() or images.stat().st_size != int(np.prod(entry["shape"])):
             return f"{images.name} is missing or not {int(np.prod(entry['shape']))} bytes"
-        if not targets.is_file() or file_checksum(targets) != entry["checksums"]["targets"]:
-            return f"{targets.name} is missing or does not match its checksum"
+        problem = _targets_problem(folder, split, entry, verify == "full", seed, deadline)
+        if problem is not None:
+            return problem
         if entry["shape"][0] == 0:
             continue
         indices = blocks_to_verify(len(entry["checksums"]["images"]), verify == "full", seed)
@@ -215,6 +229,23 @@ def _unusable(
         if bad is not None:
             return f"block {bad} of {images.name} does not match its checksum"
     return None
+
+
+def _targets_problem(folder: Path, split: str, entry: dict, full: bool, seed, deadline) -> str | None:
+    """Why a split's targets file cannot be trusted: missing, or off its checksum (a ``.npy`` whole; a decoded
+    kind's ``.u8`` by its size and sampled blocks, as the images)."""
+    sums = entry["checksums"]["targets"]
+    if isinstance(sums, str):
+        targets = folder / f"{split}.targets.npy"
+        if not targets.is_file() or file_checksum(targets) != sums:
+            return f"{targets.name} is missing or does not match its checksum"
+        return None
+    n, _, h, w = entry["shape"]
+    targets = folder / f"{split}.targets.u8"
+    if not targets.is_file() or targets.stat().st_size != n * h * w:
+        return f"{targets.name} is missing or not {n * h * w} bytes"
+    bad = verify_blocks(targets, sums, blocks_to_verify(len(sums["images"]), full, seed), deadline) if n else None
+    return None if bad is None else f"block {bad} of {targets.name} does not match its checksum"
 
 
 def load_cache(

@@ -26,7 +26,7 @@ from ..atomic_io import atomic_write
 from ..errors import BadInputError
 from ..leftovers import owner_tag
 from ..targets import TargetKind, target_kind
-from .cache import ImageCache, MemmapImages, OnBadFile, listing_digest, load_cache
+from .cache import ImageCache, MemmapImages, OnBadFile, listing_digest, load_cache, targets_file
 from .listing import shown
 from .manifest import CACHE_VERSION, MANIFEST, array_checksums, as_columns, file_checksum, manifest_text, written_digest
 from .perceptual import as_hex, phash_batch
@@ -74,22 +74,50 @@ def decode_file(
     return image, None, {**facts, "sha256": hashlib.sha256(data).hexdigest()}
 
 
+def decode_pair(
+    item: tuple[Path, object], channels: int, size: tuple[int, int], interpolation: str, kind: TargetKind
+) -> tuple[np.ndarray | None, str | None, dict, np.ndarray | None]:
+    """:func:`decode_file` of ``item``'s image, and for a kind whose targets are files (a mask) its target through the
+    image's geometry: ``(image, None, facts, target)``, or ``(None, reason, {}, None)`` when either is bad."""
+    path, target = item
+    image, reason, facts = decode_file(path, channels, size, interpolation)
+    if image is None or not kind.decoded:
+        return image, reason, facts, None
+    with Image.open(path) as header:  # the EXIF orientation load_image applied, from the header alone
+        orientation = header.getexif().get(0x0112, 1)
+    decoded, reason = kind.decode(target, (facts["width"], facts["height"]), orientation, size)
+    return (image, None, facts, decoded) if reason is None else (None, reason, {}, None)
+
+
 def _decode_all(
-    paths: list[Path], channels: int, size: tuple[int, int], workers: int, desc: str, interpolation: str
-) -> Iterator[tuple[np.ndarray | None, str | None, dict]]:
-    """``decode_file`` over ``paths`` in order, in this process or a pool of ``workers`` processes."""
-    decode = functools.partial(decode_file, channels=channels, size=size, interpolation=interpolation)
-    with tqdm(total=len(paths), desc=desc, unit="img", disable=None, leave=False) as bar:
+    items: list[tuple[Path, object]],
+    channels: int,
+    size: tuple[int, int],
+    workers: int,
+    desc: str,
+    interpolation: str,
+    kind: TargetKind,
+) -> Iterator[tuple[np.ndarray | None, str | None, dict, np.ndarray | None]]:
+    """:func:`decode_pair` over ``items`` in order, in this process or a pool of ``workers`` processes."""
+    decode = functools.partial(decode_pair, channels=channels, size=size, interpolation=interpolation, kind=kind)
+    with tqdm(total=len(items), desc=desc, unit="img", disable=None, leave=False) as bar:
         if workers <= 1:
-            for path in paths:
-                yield decode(path)
+            for item in items:
+                yield decode(item)
                 bar.update()
             return
         # spawn, not fork: the parent holds torch threads, and the worker needs only numpy and Pillow.
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            for result in pool.imap(decode, paths, chunksize=max(1, min(64, len(paths) // (8 * workers)))):
+            for result in pool.imap(decode, items, chunksize=max(1, min(64, len(items) // (8 * workers)))):
                 yield result
                 bar.update()
+
+
+def _raw_array(path: Path, shape: tuple[int, ...]) -> np.memmap:
+    """A uint8 memory map of ``shape`` in a new file at ``path`` (a zero-length file for no rows)."""
+    with open(path, "wb") as f:
+        f.truncate(int(np.prod(shape)))
+    return np.memmap(path, dtype=np.uint8, mode="r+", shape=shape) if shape[0] else np.zeros(shape, np.uint8)
 
 
 def _decode_split(
@@ -102,27 +130,36 @@ def _decode_split(
     workers: int,
     bad: list[dict],
     interpolation: str = "bilinear",
-) -> tuple[Path, list[dict]]:
-    """Decode one split into an owner-tagged temporary array; returns it and the kept files' records."""
-    tag, row = owner_tag(), channels * size[0] * size[1]
-    images_tmp = folder / f".{split}.u8.{tag}.tmp"
-    with open(images_tmp, "wb") as f:
-        f.truncate(len(files) * row)
-    array = np.memmap(images_tmp, dtype=np.uint8, mode="r+", shape=(len(files), channels, *size))
+    kind: TargetKind | None = None,
+) -> tuple[Path, Path | None, list[dict]]:
+    """Decode one split into owner-tagged temporary arrays (the images; a decoded kind's targets too); returns them
+    (``None`` for targets the kind stacks later) and the kept files' records."""
+    kind = kind or target_kind("class")
+    tag = owner_tag()
+    images_tmp, targets_tmp = folder / f".{split}.u8.{tag}.tmp", folder / f".{split}.targets.u8.{tag}.tmp"
+    array = _raw_array(images_tmp, (len(files), channels, *size))
+    targets = _raw_array(targets_tmp, (len(files), *size)) if kind.decoded else None
     kept: list[dict] = []
-    results = _decode_all([root / f.path for f in files], channels, size, workers, f"caching {split}", interpolation)
-    for source, (image, reason, facts) in zip(files, results, strict=True):
+    items = [(root / f.path, f.target) for f in files]
+    results = _decode_all(items, channels, size, workers, f"caching {split}", interpolation, kind)
+    for source, (image, reason, facts, target) in zip(files, results, strict=True):
         if image is None:
             bad.append({"path": source.path, "reason": reason})
             continue
         array[len(kept)] = image  # (C, H, W) uint8; kept files are packed to the front
+        if targets is not None:
+            targets[len(kept)] = target  # (H, W) uint8
         kept.append({**asdict(source), **facts})
     for record, value in zip(kept, phash_batch(array[: len(kept)]), strict=True):  # from the cached pixels
         record["phash"] = as_hex(value)
-    array.flush()
-    del array
-    os.truncate(images_tmp, len(kept) * row)
-    return images_tmp, kept
+    for written in (array, targets):
+        if isinstance(written, np.memmap):
+            written.flush()
+    del array, targets  # the maps closed before their files are cut to the kept rows
+    os.truncate(images_tmp, len(kept) * channels * size[0] * size[1])
+    if kind.decoded:
+        os.truncate(targets_tmp, len(kept) * size[0] * size[1])
+    return images_tmp, targets_tmp if kind.decoded else None, kept
 
 
 def _write_targets(folder: Path, split: str, kept: list[dict], kind: TargetKind, names: list[str]) -> Path:
@@ -143,9 +180,14 @@ def _check_classes_kept(root: Path, train: np.ndarray, kind: TargetKind, names: 
         )
 
 
-def _split_entry(files: list[SourceFile], images: Path, targets: Path, kept: list[dict], shape: list[int]) -> dict:
-    """A split's manifest entry: its shape, the listing it was built from, its files' records, its checksums."""
-    checksums = {**array_checksums(images, int(np.prod(shape))), "targets": file_checksum(targets)}
+def _split_entry(
+    files: list[SourceFile], images: Path, targets: Path, kept: list[dict], shape: list[int], decoded: bool
+) -> dict:
+    """A split's manifest entry: its shape, the listing it was built from, its files' records, its checksums (a
+    decoded kind's ``(N, H, W)`` targets by blocks, as the images)."""
+    n, _, h, w = shape
+    sums = array_checksums(targets, n * h * w) if decoded else file_checksum(targets)
+    checksums = {**array_checksums(images, int(np.prod(shape))), "targets": sums}
     return {"shape": shape, "listing_digest": listing_digest(files), "files": as_columns(kept), "checksums": checksums}
 
 
@@ -191,16 +233,19 @@ def build_cache(
     names = list(class_to_idx)
     try:
         for split, files in sources.items():
-            images_tmp, kept = _decode_split(
-                folder, root, split, files, channels, size, workers, bad, params.get("interpolation", "bilinear")
+            images_tmp, targets_tmp, kept = _decode_split(
+                folder, root, split, files, channels, size, workers, bad, params.get("interpolation", "bilinear"), kind
             )
-            written[split] = (images_tmp, _write_targets(folder, split, kept, kind, names), kept)
+            written[split] = (images_tmp, targets_tmp or _write_targets(folder, split, kept, kind, names), kept)
         if bad and on_bad_file != "skip":  # only an explicit skip leaves files out
             raise bad_files_error(root, bad)
-        _check_classes_kept(root, np.load(written["train"][1]), kind, names, bad)
+        if not kind.decoded:
+            _check_classes_kept(root, np.load(written["train"][1]), kind, names, bad)
         shapes = {split: [len(kept), channels, *size] for split, (_, _, kept) in written.items()}
         mean, std = channel_stats(MemmapImages(written["train"][0], shapes["train"]).array())
-        splits = {split: _split_entry(sources[split], *written[split], shapes[split]) for split in written}
+        splits = {
+            split: _split_entry(sources[split], *written[split], shapes[split], kind.decoded) for split in written
+        }
         finished = load_cache(folder, params, sources, class_to_idx, quiet=True)
         if finished is not None:  # another builder completed the same cache meanwhile: keep its files
             log.info("image cache %s was completed by another process meanwhile; using it", folder)
@@ -208,7 +253,7 @@ def build_cache(
         (folder / MANIFEST).unlink(missing_ok=True)  # from here on the folder is untrusted until the new manifest
         for split, (images_tmp, targets_tmp, _) in written.items():
             os.replace(images_tmp, folder / f"{split}.u8")
-            os.replace(targets_tmp, folder / f"{split}.targets.npy")
+            os.replace(targets_tmp, folder / f"{split}.{targets_file(kind)}")
     finally:
         for leftover in folder.glob(f".*.{owner_tag()}.tmp"):  # ours, also of a split interrupted mid-way
             leftover.unlink(missing_ok=True)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import torch
+from torchvision.transforms import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 
 from .preprocess import center_crop_array
 
 
-def center_crop_or_resize(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """Deterministic eval view: centre-crop to ``size`` if the image is at least that big, else resize."""
+def center_crop_or_resize(image: torch.Tensor, size: tuple[int, int], nearest: bool = False) -> torch.Tensor:
+    """Deterministic eval view: centre-crop to ``size`` if the image is at least that big, else resize
+    (``nearest``: by nearest neighbour, for masks, whose values are class indices)."""
     if tuple(image.shape[-2:]) == tuple(size):
         return image
     if image.shape[-2] >= size[0] and image.shape[-1] >= size[1]:
         # The same arithmetic as preprocess.center_crop_array, so inference on files matches eval exactly.
         return center_crop_array(image, size)
+    if nearest:
+        return F.resize(image, list(size), interpolation=InterpolationMode.NEAREST_EXACT)
     return F.resize(image, list(size), antialias=True)

@@ -56,6 +56,8 @@ class CachedImageFolder:
         interpolation: The resize filter of the cache: ``bilinear`` (also for ``None``) or ``bicubic``.
         crop_pct: The eval crop's fraction of the stored size (a timm backbone's): stored at
             ``floor(image_size / crop_pct)``; ``None``: ``image_size`` x 1.14.
+        target_settings: What decoding the targets needs, for kinds that decode files (masks: ``ignore_index``,
+            ``mask_resize``, ``binary``).
 
     Raises:
         UsageError: a value out of range, naming its ``data.*`` key.
@@ -78,6 +80,7 @@ class CachedImageFolder:
         labels_absolute_paths: bool = False,
         interpolation: str | None = "bilinear",
         crop_pct: float | None = None,
+        target_settings: dict | None = None,
     ) -> None:
         if channels not in (1, 3, "auto"):
             raise UsageError(f"data.channels must be 1, 3 or auto, got {channels!r}")
@@ -108,9 +111,13 @@ class CachedImageFolder:
         self.seed = seed
         # Needed at once: the CLI links class_names and channels into the model at instantiation.
         self.layout = detect_layout(self.root, labels, labels_absolute_paths)
-        self.all_class_names = self.layout.class_names
         self.target_kind = self.layout.target_kind
-        self.kind: TargetKind = target_kind(self.target_kind)
+        self.all_class_names = self.layout.class_names
+        if not self.all_class_names and target_kind(self.target_kind).decoded:  # masks without classes.txt
+            self.all_class_names = self._numbered_classes(target_settings or {})
+        self.kind: TargetKind = target_kind(self.target_kind).configured(
+            self.root, self.all_class_names, target_settings or {}
+        )
         if classes is not None and not self.kind.single_class:
             raise UsageError(
                 f"data.classes selects classes of one-label data; data.labels '{labels}' holds {self.target_kind}"
@@ -128,6 +135,29 @@ class CachedImageFolder:
         self.interpolation = interpolation
         self.resize_size = resize_size_for(self.image_size, crop_pct=crop_pct)
 
+    def _numbered_classes(self, settings: dict) -> list[str]:
+        """Class names for masks without ``classes.txt``: ``background, foreground`` for binary masks, else numbered
+        up to the largest index the masks hold (every mask read once; one line says so)."""
+        from .mask_files import MaskOptions, numbered_classes
+        from .mask_folders import mask_files
+
+        if settings.get("binary"):
+            names = ["background", "foreground"]
+        else:
+            if self.layout.labels is not None:
+                paths = [self.root / row.mask for row in self.layout.rows]
+            else:
+                paths = mask_files(self.root, self.layout.split_dirs)
+            names = numbered_classes(paths, MaskOptions(ignore_index=int(settings.get("ignore_index", 255))))
+        log.info(
+            "data: no classes.txt (or classes.json) in '%s': %d classes named %s; name them there, one per line in"
+            " index order",
+            self.root,
+            len(names),
+            ", ".join(names),
+        )
+        return names
+
     @property
     def class_to_idx(self) -> dict[str, int]:
         """Class name -> label index (the kept class names in order)."""
@@ -142,6 +172,7 @@ class CachedImageFolder:
             "resize_size": list(self.resize_size),
             "interpolation": self.interpolation,
             "targets": self.target_kind,
+            **self.kind.params(),
         }
         if self.layout.kind == "splits":
             params["split_dirs"] = self.layout.split_dirs
@@ -159,7 +190,7 @@ class CachedImageFolder:
 
     def listing(self) -> Listing:
         """Every split's files (of the kept classes, relabelled) and where each split came from."""
-        listing = list_sources(self.root, self.layout, self.val_fraction, self.test_fraction, self.seed)
+        listing = list_sources(self.root, self.layout, self.val_fraction, self.test_fraction, self.seed, self.kind)
         listing.sources = self._keep_classes(listing.sources)
         return listing
 

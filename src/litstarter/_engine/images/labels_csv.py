@@ -50,6 +50,7 @@ class LabelRow:
         written: The path as the row spells it (``""``: as ``path``).
         labels: A multi-label row's sorted label names (``()``: none); ``None`` in a one-label file.
         values: A numeric row's numbers, one per target column (:mod:`.label_values`); ``None`` otherwise.
+        mask: An ``image,mask`` row's mask, relative to ``data.root`` and normalised; ``None`` otherwise.
     """
 
     path: str
@@ -59,6 +60,7 @@ class LabelRow:
     written: str = ""
     labels: tuple[str, ...] | None = None
     values: tuple[float, ...] | None = None
+    mask: str | None = None
 
     @property
     def target(self) -> object:
@@ -70,6 +72,7 @@ class LabelRow:
         split = f", split {self.split}" if self.split else ""
         what = f"label {self.label}" if self.labels is None else f"labels {';'.join(self.labels) or '(none)'}"
         what = what if self.values is None else f"values {', '.join(f'{v:g}' for v in self.values)}"
+        what = what if self.mask is None else f"mask {shown(self.mask)}"
         return f"line {self.line} '{shown(self.written or self.path)}' ({what}{split})"
 
 
@@ -90,8 +93,13 @@ def _open_rows(csv_path: Path) -> tuple[list[str], list[dict], list[str]]:
 
 def _row(csv_path: Path, raw: dict, line: int, has_split: bool, form: str = "label", headers=None) -> LabelRow:
     path, label = (raw.get("path") or "").strip(), (raw.get("label") or "").strip()
-    labels = values = None
-    if form == "values":
+    labels = values = mask = None
+    if form == "masks":
+        path, mask = (raw.get("image") or "").strip(), (raw.get("mask") or "").strip()
+        if not path or not mask:
+            raise BadInputError(f"data.labels '{csv_path}' line {line}: 'image' and 'mask' must both be set, got {raw}")
+        mask = posixpath.normpath(mask)
+    elif form == "values":
         values = row_values(csv_path, line, raw, headers)
         label = ""
         if not path:
@@ -113,7 +121,7 @@ def _row(csv_path: Path, raw: dict, line: int, has_split: bool, form: str = "lab
                 f"data.labels '{csv_path}' line {line}: split {value!r} is not one of {sorted(SPLIT_ALIASES)}"
                 " (any case)"
             )
-    return LabelRow(posixpath.normpath(path), label, split, line, path, labels, values)
+    return LabelRow(posixpath.normpath(path), label, split, line, path, labels, values, mask)
 
 
 def _check_splits(csv_path: Path, rows: list[LabelRow]) -> None:
@@ -151,6 +159,7 @@ def outside_root(path: str, allow_absolute: bool = False) -> str | None:
 def _check_inside(csv_path: Path, root: Path, rows: list[LabelRow], allow_absolute: bool) -> None:
     """Refuse, all together, the rows whose path leaves the root; before any file is opened."""
     bad = [(row, why) for row in rows if (why := outside_root(row.path, allow_absolute))]
+    bad += [(row, why) for row in rows if row.mask is not None and (why := outside_root(row.mask, allow_absolute))]
     if not bad:
         return
     listed = ", ".join(f"line {row.line} '{shown(row.written or row.path)}' ({why})" for row, why in bad[:NAMED_ROWS])
@@ -236,14 +245,15 @@ def read_labels_file(
             f"data.labels '{csv_path}' has the column(s) {repeated} more than once in its header (line 1);"
             " name each column once"
         )
-    form = csv_form(columns)
-    if "path" not in columns or (form == "label" and "label" not in columns):
+    form = "masks" if {"image", "mask"} <= set(columns) else csv_form(columns)
+    if form != "masks" and ("path" not in columns or (form == "label" and "label" not in columns)):
         raise BadInputError(
             f"data.labels '{csv_path}' has the columns {columns}; expected a header with path,label and optionally"
-            " split (or path,labels with ';'-separated labels, or path and one 0/1 column per label)"
+            " split (or path,labels with ';'-separated labels, path and one 0/1 column per label, path and numeric"
+            " target columns, or image,mask)"
         )
     has_split = "split" in columns
-    headers = {c: w for c, w in zip(columns, written, strict=True) if c not in NOT_LABELS}
+    headers = {c: w for c, w in zip(columns, written, strict=True) if c not in NOT_LABELS and form != "masks"}
     if form == "columns" and holds_values(raw_rows, headers):
         form = "values"
     rows = [_row(csv_path, raw, line, has_split, form, headers) for line, raw in enumerate(raw_rows, start=2)]

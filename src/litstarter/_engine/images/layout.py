@@ -8,11 +8,14 @@ Accepted layouts (class names are the sorted folder names of train):
 * ``root/{train,val}/...``: no test split; ``test`` evaluates val and says so;
 * ``root/train/...`` alone: val carved out of train, no test split;
 * a labels file, ``data.labels`` (see :mod:`litstarter._engine.images.labels_csv`): one class, a label set or
-  numbers per image.
+  numbers per image, or ``image,mask`` pairs;
+* ``root/images/`` beside ``root/masks/`` (or both inside each split folder): a mask per image
+  (:mod:`.mask_folders`), class names from ``root/classes.txt``.
 
 Split folders may also be named ``training``, ``valid``, ``validation``, ``dev``, ``testing``, in any case. Each
-layout is one module that lists files with their targets (:mod:`.class_folders`, :mod:`.labels_listing`); the
-split by the fractions is the targets' kind's (:mod:`litstarter._engine.targets`), whatever the layout.
+layout is one module that lists files with their targets (:mod:`.class_folders`, :mod:`.mask_folders`,
+:mod:`.labels_listing`); the split by the fractions is the targets' kind's (:mod:`litstarter._engine.targets`),
+whatever the layout.
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ from .label_sets import FORM_NAMES
 from .labels_csv import LabelRow, read_labels_file
 from .labels_listing import list_labels_file
 from .listing import Walker
+from .mask_files import read_class_names
+from .mask_folders import is_mask_pair, list_mask_folders
 from .splits import SPLIT_NAMES, Listing, SourceFile, canonical_split, carved_origin
 
 __all__ = ["Layout", "SourceFile", "detect_layout", "expected_layout", "list_sources"]
 
 #: A labels file's form -> the kind of its targets.
-FORM_KINDS = {"label": "class", "labels": "label_set", "columns": "label_set", "values": "value"}
+FORM_KINDS = {"label": "class", "labels": "label_set", "columns": "label_set", "values": "value", "masks": "mask"}
 
 
 def expected_layout(root: Path) -> str:
@@ -54,8 +59,10 @@ class Layout:
     """The layout of a data root, found from folder names (or the labels file) alone.
 
     Args:
-        kind: ``classes`` (``root/<class>``), ``splits`` (split folders) or ``labels`` (a labels CSV).
-        class_names: Sorted class names (train's): the classes, the label vocabulary, or the target columns.
+        kind: ``classes`` (``root/<class>``), ``splits`` (split folders), ``labels`` (a labels CSV) or ``masks``
+            (``images/`` and ``masks/``, at the root or in split folders).
+        class_names: Sorted class names (train's): the classes, the label vocabulary, the target columns; a mask
+            layout's from ``classes.txt`` (``[]`` without one: the masks number them).
         split_dirs: ``{split: folder name as found}`` for the ``splits`` kind.
         labels: The labels CSV for the ``labels`` kind.
         rows: The labels CSV's rows for the ``labels`` kind.
@@ -63,7 +70,7 @@ class Layout:
             (:mod:`litstarter._engine.images.label_sets`), or ``values`` (:mod:`.label_values`).
     """
 
-    kind: Literal["classes", "splits", "labels"]
+    kind: Literal["classes", "splits", "labels", "masks"]
     class_names: list[str]
     split_dirs: dict[str, str] = field(default_factory=dict)
     labels: Path | None = None
@@ -82,6 +89,9 @@ class Layout:
         if self.kind == "splits":
             names = ",".join(self.split_dirs[s] for s in SPLIT_NAMES if s in self.split_dirs)
             return f"{root}/{{{names}}}/<class>/<image>"
+        if self.kind == "masks":
+            names = ",".join(self.split_dirs[s] for s in SPLIT_NAMES if s in self.split_dirs)
+            return f"{root}/{{{names}}}/{{images,masks}}/<image>" if names else f"{root}/{{images,masks}}/<image>"
         has_split = any(row.split for row in self.rows)
         absolute = sum(os.path.isabs(row.path) for row in self.rows)
         where = f"paths under {root}" + (f", {absolute} absolute" if absolute else "")
@@ -93,6 +103,8 @@ class Layout:
             return f"labels file {self.labels} ({form}; {counts}; {where})"
         if self.form == "values":
             return f"labels file {self.labels} (path,{','.join(self.class_names)}{split}: numbers; {where})"
+        if self.form == "masks":
+            return f"labels file {self.labels} (image,mask{split}; {where})"
         return f"labels file {self.labels} (path,label{split}; {where})"
 
 
@@ -115,10 +127,13 @@ def detect_layout(
     if labels is not None:
         csv_path = root / labels
         rows, form, columns = read_labels_file(csv_path, root, allow_absolute=labels_absolute_paths)
-        return Layout("labels", _table_names(rows, form, columns), labels=csv_path, rows=tuple(rows), form=form)
+        names = _table_names(rows, form, columns, root)
+        return Layout("labels", names, labels=csv_path, rows=tuple(rows), form=form)
     dirs = visible_dirs(root)
     if not dirs:
         raise BadInputError(f"data.root '{root}' has no class folders; {expected_layout(root)}")
+    if is_mask_pair(root):
+        return Layout("masks", read_class_names(root) or [], form="masks")
     splits = {d.name: canonical_split(d.name) for d in dirs}
     if not any(splits.values()):
         return Layout("classes", class_names_of(dirs))
@@ -138,28 +153,39 @@ def detect_layout(
             f"data.root '{root}' has the split folders {sorted(splits)} but no train folder (train/ or training/);"
             f" {expected_layout(root)}"
         )
+    if all(is_mask_pair(root / d) for d in split_dirs.values()):
+        return Layout("masks", read_class_names(root) or [], split_dirs, form="masks")
     classes = visible_dirs(root / split_dirs["train"])
     if not classes:
         raise BadInputError(f"'{root / split_dirs['train']}' has no class folders; {expected_layout(root)}")
     return Layout("splits", class_names_of(classes), split_dirs)
 
 
-def _table_names(rows: list[LabelRow], form: str, columns: list[str]) -> list[str]:
-    """A labels file's names: train's classes or labels (sorted), or its target columns (as written)."""
+def _table_names(rows: list[LabelRow], form: str, columns: list[str], root: Path) -> list[str]:
+    """A labels file's names: train's classes or labels (sorted), its target columns (as written), or the mask
+    classes of ``root/classes.txt`` (``[]`` without one: the masks number them)."""
     if form == "values":
         return columns
+    if form == "masks":
+        return read_class_names(root) or []
     train = [row for row in rows if row.split in (None, "train")]
     return sorted({n for row in train for n in row.labels} if form != "label" else {row.label for row in train})
 
 
 def list_sources(
-    root: str | os.PathLike, layout: Layout, val_fraction: float, test_fraction: float, seed: int
+    root: str | os.PathLike,
+    layout: Layout,
+    val_fraction: float,
+    test_fraction: float,
+    seed: int,
+    kind: TargetKind | None = None,
 ) -> Listing:
     """Every split's files with their targets (classes in order; each split in a fixed order) and where each split
     came from.
 
     ``test_fraction`` applies to ``root/<class>`` and to a labels file without a ``split`` column only;
-    ``val_fraction`` to every source that has no val split of its own.
+    ``val_fraction`` to every source that has no val split of its own. ``kind``: the targets' kind as configured for
+    the data (a mask's classes and ignore index); ``None``: the layout's, as it is.
 
     Raises:
         BadInputError: a class folder is empty (all of them are named), a split's classes differ from train's,
@@ -171,12 +197,17 @@ def list_sources(
         name = layout.labels.name
         given = {split: f"{name} split={split}" for split in listed if split}
         carving = Carving(f"{name}, ", name, name, name)
+    elif layout.kind == "masks":
+        listed = list_mask_folders(root, layout.split_dirs, walker)
+        given = {split: f"{layout.split_dirs[split]}/" for split in listed if split}
+        train = layout.split_dirs.get("train", "")
+        carving = Carving("", "images/", f"'{root}'", f"'{root / train}'")
     else:
         listed = list_class_folders(root, layout.class_names, layout.split_dirs, walker)
         given = {split: f"{layout.split_dirs[split]}/" for split in listed if split}
         train = layout.split_dirs.get("train", "")
         carving = Carving("", "each class", f"'{root}'", f"'{root / train}'")
-    kind = target_kind(layout.target_kind)
+    kind = kind or target_kind(layout.target_kind)
     sources, origins = split_sources(
         listed, given, kind, layout.class_names, (val_fraction, test_fraction), seed, carving
     )

@@ -103,7 +103,11 @@ def _check_split(entry, where: str, kind: TargetKind, num_classes: int) -> None:
         f"{where}.checksums.images",
         f"a list of {n_blocks} strings",
     )
-    _expect(isinstance(sums.get("targets"), str), f"{where}.checksums.targets", "a string")
+    targets = sums.get("targets")
+    blocks = (
+        isinstance(targets, dict) and isinstance(targets.get("images"), list) and _is_int(targets.get("block_size"))
+    )
+    _expect(isinstance(targets, str) or blocks, f"{where}.checksums.targets", "a string or block checksums")
     _check_files(entry.get("files"), f"{where}.files", shape[0], kind, num_classes)
 
 

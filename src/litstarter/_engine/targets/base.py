@@ -29,8 +29,29 @@ class TargetKind:
     rest: ClassVar[str] = "the rest"
     #: Whether each image has exactly one class (what class-balancing samplers and ``data.classes`` need).
     single_class: ClassVar[bool] = False
+    #: Whether :meth:`strata` says which classes (labels) each image holds, one column per name (values' bands
+    #: do not): ``inspect`` counts images per class by it.
+    strata_are_classes: ClassVar[bool] = True
     #: The fewest names (classes, labels, target columns) the data must have.
     fewest: ClassVar[int] = 2
+    #: Whether each target is a file decoded with its image (a mask), through the image's geometry, into
+    #: ``<split>.targets.u8`` (:meth:`decode`), rather than stacked from the listing (:meth:`stack`).
+    decoded: ClassVar[bool] = False
+
+    def configured(self, root, names: list[str], settings: dict) -> TargetKind:
+        """This kind for one data root: what decoding its targets needs (a mask's ignore index, its palette).
+        Nothing by default: the kind as it is."""
+        return self
+
+    def params(self) -> dict:
+        """What the cache's parameters record of :meth:`configured`'s settings (they change what is stored)."""
+        return {}
+
+    def decode(self, target, image_size: tuple[int, int], orientation: int, size: tuple[int, int]):
+        """A :attr:`decoded` kind's target as the cache stores it beside its image: ``(array, None)`` or ``(None,
+        reason)``. ``image_size``: the image file's ``(width, height)`` before its EXIF ``orientation``; ``size``:
+        the cached ``(height, width)``."""
+        raise NotImplementedError
 
     def stack(self, targets: Sequence, names: Sequence[str]) -> np.ndarray:
         """A split's listed targets, in order, as the ``(N, ...)`` array the cache stores."""

@@ -26,6 +26,7 @@ class ValueTargets(TargetKind):
     how = "stratified by value bands of the first target"
     rest = "the rest of each value band"
     fewest = 1
+    strata_are_classes = False
 
     def stack(self, targets: Sequence, names: Sequence[str]) -> np.ndarray:
         """``(N, K)`` float32 values."""

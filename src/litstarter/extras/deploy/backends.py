@@ -6,7 +6,7 @@ that has onnxruntime, numpy and Pillow and nothing else.
 
 | suffix | backend | runtime |
 | --- | --- | --- |
-| ``.ckpt`` | the Lightning checkpoint, rebuilt as the plain ``Classifier`` | torch (eager) |
+| ``.ckpt`` | the Lightning checkpoint, rebuilt as the plain network | torch (eager) |
 | ``.pt`` | ``weights.pt`` (a state_dict) + the architecture in ``model.json`` | torch (eager) |
 | ``.ts`` | TorchScript | ``torch.jit.load`` |
 | ``.pt2`` | ``torch.export`` program | ``torch.export.load`` |
@@ -94,7 +94,7 @@ class Backend:
         self._run = run
 
     def __call__(self, images: np.ndarray) -> np.ndarray:
-        """``(B, C, H, W)`` uint8 -> ``(B, num_classes)`` float32 logits."""
+        """``(B, C, H, W)`` uint8 -> float32 logits, ``(B, num_classes)`` (``(B, num_classes, H, W)`` for maps)."""
         c = self.contract
         expected = (c.channels, *c.image_size)
         if images.dtype != np.uint8 or images.ndim != 4 or tuple(images.shape[1:]) != expected:
@@ -221,10 +221,11 @@ def check_contract_fits(backend: Backend) -> None:
             f"{where}: the model does not take images of {c.channels} channel(s) at {list(c.image_size)} (input.shape,"
             f" preprocessing.image_size): {reason[:300]}"
         ) from err
-    if logits.ndim != 2 or logits.shape[1] != c.num_classes:
+    expected = tuple(c.answers().logits_shape(c.image_size))  # the task's: [K], or [K, H, W] for maps
+    if tuple(logits.shape[1:]) != expected:
         raise ContractError(
-            f"{where}: class_names has {c.num_classes} names, but the model outputs {tuple(logits.shape[1:])} logits"
-            " per image"
+            f"{where}: class_names has {c.num_classes} names, and the task's output per image is {list(expected)},"
+            f" but the model outputs {tuple(logits.shape[1:])} logits per image"
         )
 
 
@@ -306,7 +307,7 @@ def _open_weights(path: Path, contract: ModelContract | None, num_threads: int |
     import torch
 
     from litstarter._engine.checkpoints import CheckpointError, load_state_dict_checked, load_torch_file
-    from litstarter.models.classifier import build_classifier
+    from litstarter.models.build import build_network
 
     contract = _resolve_contract(path, contract, None)  # a state_dict carries nothing but tensors
     if not contract.architecture:
@@ -314,7 +315,7 @@ def _open_weights(path: Path, contract: ModelContract | None, num_threads: int |
     state = load_torch_file(path)
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{path} is not a state_dict (a dict of tensors); for a Lightning checkpoint use .ckpt")
-    net = build_classifier(contract.architecture, trust_model=trust_model)
+    net = build_network(contract.architecture, trust_model=trust_model)
     load_state_dict_checked(net, state, source=f"weights {path}")
     return Backend(path, "weights", contract, _torch_run(net.eval(), num_threads), f"torch {torch.__version__}")
 

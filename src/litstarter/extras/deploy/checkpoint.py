@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 
 from litstarter._engine.checkpoints import CheckpointError, load_state_dict_checked, load_torch_file
-from litstarter.models.classifier import Classifier, build_classifier
+from litstarter.models.build import build_network
+from litstarter.models.classifier import ImageNetwork
 
 
-def classifier_from_checkpoint(path: str | os.PathLike, trust_model: bool = False) -> tuple[Classifier, dict]:
-    """Rebuild the trained :class:`Classifier` (in eval mode) and return it with the checkpoint's hyper-parameters.
+def classifier_from_checkpoint(path: str | os.PathLike, trust_model: bool = False) -> tuple[ImageNetwork, dict]:
+    """Rebuild the trained network (a :class:`~litstarter.models.Classifier` or a ``Segmenter``), in eval mode, and
+    return it with the checkpoint's hyper-parameters.
 
     Args:
         path: The checkpoint.
@@ -32,7 +34,7 @@ def classifier_from_checkpoint(path: str | os.PathLike, trust_model: bool = Fals
     hparams = dict(checkpoint["hyper_parameters"])
     hparams["task"] = str(checkpoint.get("task") or "single_label")  # the task's name, saved by the task
     hparams["answers"] = dict(checkpoint.get("answers") or {})  # the task's answers' state (thresholds, ...)
-    net = build_classifier(hparams, trust_model=trust_model)
+    net = build_network(hparams, trust_model=trust_model)
     state = {k.removeprefix("net."): v for k, v in checkpoint["state_dict"].items() if k.startswith("net.")}
     load_state_dict_checked(net, state, source=f"checkpoint {path}")
     return net.eval(), hparams

@@ -169,7 +169,7 @@ class ModelContract:
             },
             "output": {
                 "name": self.output_name,
-                "shape": ["batch", self.num_classes],
+                "shape": ["batch", *self.answers().logits_shape(self.image_size)],
                 "kind": self.answers().output_kind,
             },
             "architecture": dict(self.architecture),

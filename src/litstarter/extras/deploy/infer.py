@@ -1,13 +1,14 @@
-"""``litstarter infer``: classify image files with any artifact (checkpoint, weights, TorchScript, pt2, ONNX).
+"""``litstarter infer``: predict image files with any artifact (checkpoint, weights, TorchScript, pt2, ONNX).
 
 Usage::
 
     litstarter infer --model runs/digits/version_0/export/model.onnx --input images/ --output preds.csv --topk 3
 
-Each file is preprocessed exactly as training's eval view (read from the model's contract), inputs are
-batched, and one CSV row is written per file. A file that cannot be decoded gets a row with its ``error``
-and the rest are still predicted; the exit status is then 1. Torch-free at import time: with an ``.onnx``
-model this command never imports torch or Lightning.
+Each file is preprocessed exactly as training's eval view (read from the model's contract), inputs are batched, and one
+CSV row is written per file; a task whose answer is a file of its own (a segmentation's mask) also writes it, at the
+input file's own size, into ``<output>_<mask>s/`` beside the CSV, named in a column. A file that cannot be decoded gets
+a row with its ``error`` and the rest are still predicted; the exit status is then 1. Torch-free at import time: with an
+``.onnx`` model this command never imports torch or Lightning.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Prediction:
     error: str = ""
     labels: list[str] | None = None
     cells: list[str] | None = None
+    answer_file: np.ndarray | None = None
 
 
 def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int, list[str]]:
@@ -137,6 +139,7 @@ def predict_files(
     contract = backend.contract
     answers = contract.answers()  # what the outputs mean: the task's (litstarter.tasks.answers)
     k = min(topk, contract.num_classes)
+    view = {"resize_size": contract.resize_size, "image_size": contract.image_size}
     pending: list[tuple[Path, np.ndarray | None, str]] = []
 
     def flush() -> Iterator[Prediction]:
@@ -148,8 +151,13 @@ def predict_files(
                 yield Prediction(shown(path), [], shown(error))
                 continue
             row = next(outputs)
+            if answers.writes_files:  # the answer on the file's own pixels; the CSV holds its figures
+                row = answers.file_answer(row, path, view)
             pairs, labels = answers.answer(row, k)
-            yield Prediction(shown(path), pairs, labels=labels, cells=answers.csv_cells(row, k))
+            answer_file = row if answers.writes_files else None
+            yield Prediction(
+                shown(path), pairs, labels=labels, cells=answers.csv_cells(row, k), answer_file=answer_file
+            )
         pending.clear()
 
     for path in files:
@@ -167,19 +175,43 @@ def predict_files(
         yield from flush()
 
 
-def write_predictions(path: str | os.PathLike, predictions: Sequence[Prediction], columns: Sequence[str]) -> Path:
+def write_predictions(
+    path: str | os.PathLike, predictions: Sequence[Prediction], columns: Sequence[str], files: dict | None = None
+) -> Path:
     """Write the CSV (UTF-8) atomically: ``file``, the task's ``columns`` (``TaskAnswers.csv_columns``), ``error``;
-    a failed file has empty cells and its ``error``."""
+    a failed file has empty cells and its ``error``. ``files``: ``{"column": name, "paths": [per prediction]}`` for
+    a task whose answers are files, a column of their paths before ``error``."""
+    column = [files["column"]] if files else []
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
-            writer.writerow(["file", *columns, "error"])
-            for pred in predictions:
+            writer.writerow(["file", *columns, *column, "error"])
+            for i, pred in enumerate(predictions):
                 cells = pred.cells or [""] * len(columns)
-                writer.writerow([pred.file, *cells, pred.error])
+                written = [files["paths"][i] or ""] if files else []
+                writer.writerow([pred.file, *cells, *written, pred.error])
 
     return atomic_write(path, write)
+
+
+def write_answer_files(output: Path, predictions: Sequence[Prediction], answers) -> dict:
+    """Each prediction's answer file (a mask PNG) into ``<output stem>_<kind>s/``, named after its input (a second
+    input of one name gets ``-2``, ...): ``{"column", "paths"}`` for the CSV, paths relative to the CSV's folder."""
+    folder = output.parent / f"{output.stem}_{answers.writes_files}s"
+    paths, taken = [], set()
+    for pred in predictions:
+        if pred.answer_file is None:
+            paths.append(None)
+            continue
+        stem, n = Path(pred.file).stem, 1
+        while (name := f"{stem}.png" if n == 1 else f"{stem}-{n}.png") in taken:
+            n += 1
+        taken.add(name)
+        data = answers.file_bytes(pred.answer_file)
+        atomic_write(folder / name, lambda tmp, data=data: tmp.write_bytes(data))
+        paths.append(f"{folder.name}/{name}")
+    return {"column": answers.writes_files, "paths": paths}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -225,7 +257,9 @@ def _run(argv: Sequence[str] | None) -> int:
     backend = open_model(args.model, num_threads=args.num_threads, trust_model=args.trust_model)
     topk = min(args.topk, backend.contract.num_classes)
     predictions = list(predict_files(backend, files, args.batch_size, topk, tta))
-    write_predictions(args.output, predictions, backend.contract.answers().csv_columns(topk))
+    answers = backend.contract.answers()
+    written = write_answer_files(Path(args.output), predictions, answers) if answers.writes_files else None
+    write_predictions(args.output, predictions, answers.csv_columns(topk), written)
     failed = [p for p in predictions if p.error]
     for pred in failed:
         print(f"litstarter infer: {pred.file}: {pred.error}", file=sys.stderr)

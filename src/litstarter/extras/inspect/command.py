@@ -22,8 +22,9 @@ import statistics
 import sys
 from collections import Counter
 
+import numpy as np
+
 from litstarter._engine.baseline import fit_linear_baseline
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.cache import ImageCache
 from litstarter._engine.images.channels import GREY_MODES
 from litstarter._engine.images.folder import CachedImageFolder
@@ -67,10 +68,11 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
     each label) where the targets have classes, and what their kind adds (:mod:`litstarter._engine.targets`)."""
     names, kind = folder.class_names, folder.kind
     targets = {split: cache.targets(split) for split in cache.splits}
-    try:
-        counts = {split: kind.class_counts(t, len(names)).tolist() for split, t in targets.items()}
-    except UsageError:  # values: no classes to count
-        counts = {}
+    counts = (
+        {split: images_per_class(kind, t, len(names)) for split, t in targets.items()}
+        if kind.strata_are_classes
+        else {}
+    )
     train = counts.get("train", [])
     widths, heights, modes = (
         [v for split in cache.splits for v in cache.column(split, key)] for key in ("width", "height", "mode")
@@ -107,6 +109,14 @@ def summarize(folder: CachedImageFolder, listing: Listing, cache: ImageCache) ->
         "quality": quality_report(cache),
         **kind.summary(targets, names),
     }
+
+
+def images_per_class(kind, stored, k: int) -> list[int]:
+    """Images holding each class (each label; each mask class), from the kind's strata."""
+    counts = np.zeros(k, dtype=np.int64)
+    strata = kind.strata(stored)[:, :k]
+    counts[: strata.shape[1]] = strata.sum(axis=0)
+    return counts.tolist()
 
 
 def _warnings(folder: CachedImageFolder) -> list[str]:
@@ -148,7 +158,7 @@ def suggest(report: dict, folder: CachedImageFolder, sampler: str, class_weights
     ratio = report["imbalance_ratio"]
     if report.get("label_sets"):  # multi-label: a loss weight per label, not a sampler
         found += [s for s in [pos_weight_suggestion(report["label_sets"], class_weights)] if s]
-    elif ratio and ratio > IMBALANCE_LIMIT and sampler == "none" and class_weights is None:
+    elif ratio and ratio > IMBALANCE_LIMIT and sampler == "none" and class_weights is None and folder.kind.single_class:
         why = f"the train split is imbalanced {imbalance(report)}; or set model.class_weights: auto"
         found.append({"option": "data.sampler", "value": "balanced", "why": why})
     if report["modes"] and set(report["modes"]) <= GREY_MODES and folder.channels != 1:

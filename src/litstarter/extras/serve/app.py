@@ -26,7 +26,7 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from litstarter.extras.deploy.backends import Backend
@@ -95,11 +95,11 @@ class Routes:
         self.service = service
         self.info_body: dict | None = None
 
-    async def predict(self, request: Request) -> JSONResponse:
+    async def predict(self, request: Request) -> Response:
         """``POST /predict``: one image in, its top-k out; every failure is this request's alone."""
         return await self.service.guarded(body := Body(request.receive), lambda: self._answer(request, body))
 
-    async def _answer(self, request: Request, body: Body) -> JSONResponse:
+    async def _answer(self, request: Request, body: Body) -> Response:
         s = self.service
         kind = check_content_type(request.headers.get("content-type"))
         declared, limit = request.headers.get("content-length", ""), s.options.max_bytes
@@ -110,8 +110,10 @@ class Routes:
         image = await decode_request_image(data, contract, s.options.max_pixels)  # (C, H, W)
         (logits,) = await s.predict(image[None])
         answers = contract.answers()  # the task's: what its outputs mean
-        k = min(s.options.topk, contract.num_classes)
-        return JSONResponse(answers.json_answer(answers.outputs(logits[None])[0], k))
+        output = answers.outputs(logits[None])[0]
+        if answers.writes_files:  # a mask: on the file's own pixels, as a PNG or run-length encoded
+            return file_answer(answers, output, data, contract, request.headers.get("accept", ""))
+        return JSONResponse(answers.json_answer(output, min(s.options.topk, contract.num_classes)))
 
     async def health(self, request: Request) -> JSONResponse:
         """``GET /health``: 200 once the workers run; 503 while starting or draining."""
@@ -198,3 +200,12 @@ def create_app(
     app = Starlette(routes=table, lifespan=lifespan, exception_handlers=unserved)
     app.state.service = service
     return app
+
+
+def file_answer(answers, output, data: bytes, contract, accept: str) -> Response:
+    """A task whose answer is a file (a segmentation's mask), mapped onto the posted file's own pixels: the PNG
+    ``infer`` would write when ``Accept`` names ``image/png``, else COCO-style run-length encodings as JSON."""
+    answer = answers.file_answer(output, data, {"resize_size": contract.resize_size, "image_size": contract.image_size})
+    if "image/png" in accept.lower():
+        return Response(answers.file_bytes(answer), media_type="image/png")
+    return JSONResponse(answers.rle_answer(answer))

@@ -41,6 +41,7 @@ import litstarter
 from litstarter.extras.serve.request import Body, RequestError, decode_request_image, media_type
 from litstarter.extras.serve.service import Service, error
 from litstarter.extras.serve.tensors import (
+    DTYPES,
     HEADER_LENGTH,
     InferRequest,
     OutputTensor,
@@ -108,7 +109,8 @@ class ProtocolRoutes:
         if backend is None:
             return error(503, "the model is still loading; retry later")
         c = backend.contract
-        classes = [-1, c.num_classes]
+        answers = c.answers()  # the task's outputs' shapes and datatype
+        logits, outputs = [-1, *answers.logits_shape(c.image_size)], [-1, *answers.output_shape(c.image_size)]
         return JSONResponse(
             {
                 "name": self.service.model_name,
@@ -119,8 +121,8 @@ class ProtocolRoutes:
                     {"name": BYTES_INPUT, "datatype": "BYTES", "shape": [-1]},
                 ],
                 "outputs": [
-                    {"name": c.output_name, "datatype": "FP32", "shape": classes},
-                    {"name": c.answers().output_name, "datatype": "FP32", "shape": classes},
+                    {"name": c.output_name, "datatype": "FP32", "shape": logits},
+                    {"name": answers.output_name, "datatype": answers.output_dtype, "shape": outputs},
                 ],
             }
         )
@@ -148,7 +150,7 @@ class ProtocolRoutes:
             parsed = parse_request(data, header_length)
         self._check_outputs(parsed)
         images = await self._images(parsed)  # (B, C, H, W) uint8
-        outputs = self._outputs(parsed, np.stack(await s.predict(images)))  # (B, K) logits
+        outputs = self._outputs(parsed, np.stack(await s.predict(images)))  # (B, K) logits; (B, K, H, W) of maps
         head = {"model_name": s.model_name, "model_version": VERSION}
         if parsed.id is not None:
             head["id"] = parsed.id
@@ -210,22 +212,23 @@ class ProtocolRoutes:
     def _outputs(self, parsed: InferRequest, logits: np.ndarray) -> list[OutputTensor]:
         """The outputs asked for (all, if none were): logits, probabilities, or their classification."""
         c = self.service.backend.contract
-        answers = c.answers()  # the task's own outputs: a softmax, a sigmoid per label, values
+        answers = c.answers()  # the task's own outputs: a softmax, a sigmoid per label, values, class maps
         values = {
             c.output_name: lambda: logits,
-            answers.output_name: lambda: answers.outputs(logits).astype(np.float32),
+            answers.output_name: lambda: answers.outputs(logits).astype(DTYPES[answers.output_dtype]),
         }
         requested = parsed.outputs
         if requested is None:
             requested = [RequestedOutput(name, parsed.binary_output) for name in values]
         tensors = []
         for out in requested:
-            data = values[out.name]().reshape(len(logits), c.num_classes)
+            data = values[out.name]()
+            datatype = "FP32" if out.name == c.output_name else answers.output_dtype
             if out.classification:
                 rows = classify(data, c.class_names, out.classification)
                 tensors.append(OutputTensor(out.name, "BYTES", [len(rows), out.classification], rows, out.binary))
             else:
-                tensors.append(OutputTensor(out.name, "FP32", list(data.shape), data, out.binary))
+                tensors.append(OutputTensor(out.name, datatype, list(data.shape), data, out.binary))
         return tensors
 
 
