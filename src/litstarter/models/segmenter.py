@@ -1,10 +1,15 @@
 """The segmentation network: normalisation + the backbone's stages + a U-Net decoder, logits at every pixel.
 
 Any backbone that gives its stages' features serves as the encoder: ``forward_stages(x)`` returns them finest first
-and ``stage_channels`` their widths (``small_cnn`` does, at the resolutions before each stage's pooling). The
-decoder goes from the coarsest up: upsample to the next finer stage, concatenate it (the skip), two conv-BN-ReLU;
-the head is a 1x1 convolution, upsampled to the input size. Its parameter names under ``backbone.`` are a
-classifier's, so a classification checkpoint of ours initialises the encoder (``model.init_from``).
+and ``stage_channels`` their widths (``small_cnn`` does, at the resolutions before each stage's pooling), and
+torchvision's ResNets give theirs (the stem, then ``layer1``..``layer4``). The decoder goes from the coarsest up:
+upsample to the next finer stage, concatenate it (the skip), two conv-BN-ReLU; the head is a 1x1 convolution,
+upsampled to the input size. Its parameter names under ``backbone.`` are a classifier's, so a classification
+checkpoint of ours initialises the encoder (``model.init_from``).
+
+``backbone: smp/<arch>/<encoder>`` (the ``smp`` extra) is a whole model of segmentation-models-pytorch instead
+(``smp/unet/resnet18``, ``smp/fpn/resnet34``, ``smp/deeplabv3plus/resnet18``, ``smp/segformer/mit_b0``), randomly
+initialised, its encoder the ``backbone`` that fine-tuning freezes and scales.
 """
 
 from __future__ import annotations
@@ -53,6 +58,41 @@ class UNetDecoder(nn.Module):
         return x
 
 
+def stage_style(backbone: nn.Module) -> str:
+    """How the encoder's stages are read: ``stages`` (``forward_stages``) or ``resnet`` (torchvision's ResNet).
+
+    Raises:
+        UsageError: the backbone gives no stages.
+    """
+    if hasattr(backbone, "forward_stages"):
+        return "stages"
+    if all(hasattr(backbone, name) for name in ("conv1", "bn1", "maxpool", "layer1", "layer4")):
+        return "resnet"
+    raise UsageError(
+        f"model.backbone {type(backbone).__name__} gives no stages (forward_stages, stage_channels): a segmentation"
+        " decoder needs them; small_cnn and torchvision's resnet18/34/50 have them, or smp/<arch>/<encoder>"
+    )
+
+
+def resnet_stages(backbone: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
+    """A torchvision ResNet's stem (stride 2) and ``layer1``..``layer4`` (strides 4 to 32), finest first."""
+    stem = backbone.relu(backbone.bn1(backbone.conv1(x)))
+    features, x = [stem], backbone.maxpool(stem)
+    for name in ("layer1", "layer2", "layer3", "layer4"):
+        x = getattr(backbone, name)(x)
+        features.append(x)
+    return features
+
+
+def resnet_channels(backbone: nn.Module) -> list[int]:
+    """The widths of :func:`resnet_stages`."""
+    widths = [backbone.conv1.out_channels]
+    for name in ("layer1", "layer2", "layer3", "layer4"):
+        last = getattr(backbone, name)[-1]
+        widths.append((last.bn3 if hasattr(last, "bn3") else last.bn2).num_features)
+    return widths
+
+
 class Segmenter(ImageNetwork):
     """Images ``(B, C, H, W)`` in 0..255 to per-pixel logits ``(B, num_classes, H, W)``.
 
@@ -75,7 +115,8 @@ class Segmenter(ImageNetwork):
         dropout: float = 0.0,
     ) -> None:
         super().__init__(mean, std)
-        stages = list(backbone.stage_channels)
+        self.style = stage_style(backbone)
+        stages = list(backbone.stage_channels) if self.style == "stages" else resnet_channels(backbone)
         self.backbone = backbone
         self.decoder = UNetDecoder(stages, decoder_channels or stages[:-1][::-1])
         self.dropout = nn.Dropout2d(dropout)
@@ -83,26 +124,33 @@ class Segmenter(ImageNetwork):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images ``(B, C, H, W)`` in 0..255 -> logits ``(B, num_classes, H, W)``."""
-        features = self.backbone.forward_stages(self.normalize(x))
+        x_normal = self.normalize(x)
+        if self.style == "stages":
+            features = self.backbone.forward_stages(x_normal)
+        else:
+            features = resnet_stages(self.backbone, x_normal)
         logits = self.head(self.dropout(self.decoder(features)))  # (B, K, h, w) at the finest stage
         return F.interpolate(logits, size=x.shape[-2:], mode="bilinear", align_corners=False)
 
 
-def build_segmenter(architecture: Mapping, trust_model: bool = True) -> Segmenter:
+#: ``backbone: smp/<arch>/<encoder>``: a segmentation-models-pytorch model (the ``smp`` extra).
+SMP_PREFIX = "smp/"
+
+
+def build_segmenter(architecture: Mapping, trust_model: bool = True) -> ImageNetwork:
     """An untrained :class:`Segmenter` shaped as ``architecture`` says (its normalisation placeholders until weights
     load).
 
     Raises:
-        UsageError: the backbone gives no stages (``forward_stages``).
+        UsageError: the backbone gives no stages (:func:`stage_style`).
     """
     a, channels = architecture, int(architecture["in_channels"])
+    if str(a["backbone"]).startswith(SMP_PREFIX):
+        from litstarter.models.smp_models import build_smp_segmenter  # imports smp: the [smp] extra
+
+        return build_smp_segmenter(a)
     kwargs = a.get("backbone_kwargs") or {}
     backbone = create_backbone(a["backbone"], channels, None, a.get("image_size"), trust_model, **kwargs)
-    if not hasattr(backbone, "forward_stages"):
-        raise UsageError(
-            f"model.backbone {a['backbone']!r} gives no stages (forward_stages, stage_channels): a segmentation"
-            " decoder needs them; small_cnn has them"
-        )
     decoder = a.get(DECODER_KEY)
     return Segmenter(
         backbone, int(a["num_classes"]), [0.5] * channels, [0.25] * channels, decoder, float(a.get("dropout") or 0)
