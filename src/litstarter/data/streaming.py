@@ -79,6 +79,7 @@ class StreamingDataModule(L.LightningDataModule):
         # The facts the model is built from (see litstarter.data.base), as the image folder gives them.
         self.class_names = list(manifest["class_names"])
         self.target_kind = str(manifest["target_kind"])  # checked by the task, as the image folder's
+        self.ignore_index = int(manifest["params"].get("ignore_index", 255))  # masks: what a mask task skips
         self.channels = int(manifest["channels"])
         self.image_size = tuple(manifest["image_size"])
         self.resize_size = tuple(manifest["resize_size"])

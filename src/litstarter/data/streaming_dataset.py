@@ -22,7 +22,7 @@ from torchvision.transforms import v2
 from litstarter._engine.images.crop import center_crop_or_resize
 from litstarter._engine.images.preprocess import load_image
 from litstarter._engine.seeds import mix_seed
-from litstarter.data.augmentation import augment
+from litstarter.data.augmentation import augment, augment_with_masks
 
 
 class StreamingImages(StreamingDataset):
@@ -89,15 +89,16 @@ class StreamingImages(StreamingDataset):
         else:  # the file's bytes: decode, channels, resize as the cache build did
             channels, size, interpolation = self.decode
             image = load_image(io.BytesIO(item["image"]), channels, tuple(size), interpolation=interpolation)
-        target = item["target"]  # a class index, or a row of numbers (label sets, values)
-        target = int(target) if np.ndim(target) == 0 else np.asarray(target, dtype=np.float32)
+        target = item["target"]  # a class index, a row of numbers (label sets, values), or a mask
+        target = int(target) if np.ndim(target) == 0 else np.asarray(target)
         return image, target, mix_seed(self.sample_seed, self.current_epoch, item["index"])
 
 
 class ImageBatch:
     """The loader's ``collate_fn``: stack a batch, then the training view (``augmentation``, per-sample seeds) or
     the eval view (centre crop), by the same functions as the array dataset's. Returns ``(images (B, C, h, w)
-    uint8, targets)``: ``(B,)`` int64 class indices, or ``(B, K)`` float32 rows.
+    uint8, targets)``: ``(B,)`` int64 class indices, ``(B, K)`` float32 rows, or ``(B, h, w)`` uint8 masks (which get
+    their images' geometry).
 
     Args:
         size: Output ``(h, w)``: the data's ``image_size``.
@@ -114,7 +115,11 @@ class ImageBatch:
         if isinstance(targets[0], int):
             labels = torch.tensor(targets, dtype=torch.int64)  # (B,)
         else:
-            labels = torch.from_numpy(np.stack(targets))  # (B, K) float32
+            labels = torch.from_numpy(np.stack(targets))  # (B, K) float32, or (B, H, W) uint8 masks
+        if labels.ndim == 3 and labels.shape[1:] == images.shape[2:]:  # masks: one geometry for both
+            if self.augmentation is None:
+                return center_crop_or_resize(images, self.size), center_crop_or_resize(labels, self.size, nearest=True)
+            return augment_with_masks(images, labels, self.size, self.augmentation, [seed for _, _, seed in items])
         if self.augmentation is None:
             return center_crop_or_resize(images, self.size), labels
         return augment(images, self.size, self.augmentation, [seed for _, _, seed in items]), labels

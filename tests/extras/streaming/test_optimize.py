@@ -245,3 +245,24 @@ def test_overwrite_replaces_only_shards_and_says_what_it_removes(converted, tmp_
     (said,) = [line for line in capsys.readouterr().out.splitlines() if "--overwrite replaces" in line]
     assert "shards.json" in said and "train/ (" in said and "val/ (" in said, said
     assert json.loads((copy / "shards.json").read_text())["image_size"] == [16, 16]
+
+
+@pytest.mark.slow
+def test_masks_go_through_the_shards_and_keep_their_images_geometry(tmp_path: Path) -> None:
+    from tests.helpers import FOLDER_CONFIG, write_mask_folder
+
+    root = write_mask_folder(tmp_path / "pool", 24)
+    args = ["--config", str(DEFAULT_CONFIG), "--config", str(FOLDER_CONFIG), "--data.root", str(root),
+            f"--data.init_args.cache_dir={tmp_path / 'cache'}", "--data.image_size", "48"]  # fmt: skip
+    assert optimize([*args, "--output", str(tmp_path / "shards")]) == 0
+    cached = fit_data_module(args)
+    cached.prepare_data()
+    cached.setup("fit")
+    stream = StreamingDataModule(str(tmp_path / "shards"))
+    assert stream.target_kind == "mask" and stream.ignore_index == 255
+    for split in ("train", "val", "test"):
+        order = np.asarray(stored_indices(tmp_path / "shards", split))
+        images, masks = stream_eval_view(tmp_path / "shards", split)
+        expected_images, expected_masks = getattr(cached, f"{split}_set").eval_view(order)
+        assert masks.dtype == np.uint8 and np.array_equal(masks, expected_masks), split
+        assert np.array_equal(images, expected_images), split

@@ -75,9 +75,13 @@ def image_folder_of(config: Namespace) -> CachedImageFolder:
             f"litstarter inspect reads image folders, but data.class_path is {class_path or None!r}; add --config"
             " configs/data/image_folder.yaml (data.class_path: litstarter.data.ImageFolderDataModule)"
         )
-    init_args = data.init_args
+    init_args = vars(data.init_args)
     accepted = set(inspect.signature(CachedImageFolder).parameters)
-    return CachedImageFolder(**{k: v for k, v in vars(init_args).items() if k in accepted})
+    defaults = inspect.signature(ImageFolderDataModule).parameters
+    settings = {key: init_args.get(key, defaults[key].default) for key in ("ignore_index", "mask_resize")}
+    settings["binary"] = init_args.get("binary_masks", defaults["binary_masks"].default)  # masks: as fit reads them
+    kept = {k: v for k, v in init_args.items() if k in accepted}
+    return CachedImageFolder(**kept, target_settings=settings)
 
 
 def loader_setting(config: Namespace, key: str):

@@ -49,9 +49,9 @@ class Split:
 def sample(index: int, split: Split) -> dict:
     """Sample ``index`` as LitData stores it: ``{"image", "target", "id", "index"}``; the image is the ``(C, H, W)``
     uint8 array, or with ``split.root`` (``--encoded``) the bytes of the file the cache decoded; the target an int
-    (a class) or its row of numbers (a label set, values)."""
-    target = split.targets[index]
-    target = int(target) if np.ndim(target) == 0 else np.ascontiguousarray(target, dtype=np.float32)
+    (a class), its row of numbers (a label set, values) or its mask."""
+    target = split.targets[index]  # a class index; a row of numbers (float32); a mask (uint8, the image's size)
+    target = int(target) if np.ndim(target) == 0 else np.ascontiguousarray(target)
     return {"image": _image(index, split), "target": target, "id": split.ids[index], "index": index}
 
 
