@@ -1,8 +1,9 @@
 """The segmentation network: normalisation + the backbone's stages + a U-Net decoder, logits at every pixel.
 
 Any backbone that gives its stages' features serves as the encoder: ``forward_stages(x)`` returns them finest first
-and ``stage_channels`` their widths (``small_cnn`` does, at the resolutions before each stage's pooling), and
-torchvision's ResNets give theirs (the stem, then ``layer1``..``layer4``). The decoder goes from the coarsest up:
+and ``stage_channels`` their widths (``small_cnn`` does, at the resolutions before each stage's pooling; a
+``timm/<name>`` backbone by timm's ``forward_intermediates``), and torchvision's ResNets give theirs (the stem, then
+``layer1``..``layer4``). The decoder goes from the coarsest up:
 upsample to the next finer stage, concatenate it (the skip), two conv-BN-ReLU; the head is a 1x1 convolution,
 upsampled to the input size. Its parameter names under ``backbone.`` are a classifier's, so a classification
 checkpoint of ours initialises the encoder (``model.init_from``).
@@ -70,7 +71,8 @@ def stage_style(backbone: nn.Module) -> str:
         return "resnet"
     raise UsageError(
         f"model.backbone {type(backbone).__name__} gives no stages (forward_stages, stage_channels): a segmentation"
-        " decoder needs them; small_cnn and torchvision's resnet18/34/50 have them, or smp/<arch>/<encoder>"
+        " decoder needs them; small_cnn, timm/<name> and torchvision's resnet18/34/50 have them, or"
+        " smp/<arch>/<encoder>"
     )
 
 

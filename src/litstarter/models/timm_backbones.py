@@ -73,6 +73,16 @@ class TimmBackbone(nn.Module):
         """timm's activation checkpointing (recompute each block's activations in backward)."""
         self.model.set_grad_checkpointing(enable)
 
+    @property
+    def stage_channels(self) -> list[int]:
+        """The width of each stage's features (timm's ``feature_info``): a segmentation decoder is sized by it."""
+        return [int(info["num_chs"]) for info in self.model.feature_info]
+
+    def forward_stages(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Each stage's features, finest first (timm's ``forward_intermediates``): the skips of a segmentation
+        decoder. The same modules as :meth:`forward`, so a classification checkpoint's weights fit."""
+        return self.model.forward_intermediates(x, intermediates_only=True)
+
     def layer_decay_groups(self, layer_decay: float, exclude_norm_and_bias: bool) -> list[dict]:
         """timm's ``param_groups_layer_decay``, first layer first: each group named ``backbone_layer_<NN>`` (plus
         ``_no_decay``) with its ``lr_scale``, ``layer_decay ** (layers above it)``, counting the head that replaces

@@ -20,11 +20,10 @@ def architecture(backbone: str = "small_cnn", **extra) -> dict:
             "decoder_channels": None, **extra}  # fmt: skip
 
 
-@pytest.mark.parametrize("backbone", ["small_cnn", "resnet18", "smp/unet/resnet18"])
+@pytest.mark.parametrize("backbone", ["small_cnn", "resnet18", "timm/mobilenetv3_small_100", "smp/unet/resnet18"])
 @pytest.mark.parametrize("size", [(48, 48), (50, 37)])
 def test_logits_come_at_every_pixel_of_the_input(backbone: str, size: tuple[int, int]) -> None:
-    if backbone.startswith("smp/"):
-        pytest.importorskip("segmentation_models_pytorch")
+    pytest.importorskip({"smp": "segmentation_models_pytorch", "tim": "timm"}.get(backbone[:3], "torch"))
     net = build_network(architecture(backbone)).eval()
     with torch.no_grad():
         logits = net(torch.randint(0, 256, (2, 1, *size), dtype=torch.uint8))
