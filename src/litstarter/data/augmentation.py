@@ -140,6 +140,44 @@ def augment_with_masks(
     return torch.stack(out_images), torch.stack(out_masks)
 
 
+def augment_with_boxes(
+    images: torch.Tensor,
+    boxes: Sequence[torch.Tensor],
+    size: tuple[int, int],
+    augmentation: v2.Transform,
+    seeds: Sequence[int] | np.ndarray,
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """:func:`augment` for ``(B, C, H, W)`` uint8 images and each one's ``(m, 5)`` box rows ``x1, y1, x2, y2, class``:
+    one geometry for both. :class:`FastAugmentation` runs on the batch; any other v2 transform gets each image with
+    its boxes as ``tv_tensors.BoundingBoxes`` (and their labels), seeded, then the eval view's crop and
+    ``SanitizeBoundingBoxes`` (boxes left without area dropped). Returns ``(B, C, *size)`` and the boxes."""
+    if isinstance(augmentation, FastAugmentation):
+        stored = tuple(images.shape[-2:])
+        return augmentation.augment_batch(images, size, seeds), fast.augment_boxes(
+            boxes, stored, size, augmentation, seeds
+        )
+    from torchvision import tv_tensors
+
+    finish = v2.Compose([v2.Resize(min(size), antialias=True), v2.CenterCrop(size), v2.SanitizeBoundingBoxes()])
+    out_images, out_boxes = [], []
+    with torch.random.fork_rng(devices=[]):
+        for image, rows, seed in zip(images, boxes, seeds, strict=True):
+            torch.manual_seed(int(seed) & 0x7FFF_FFFF_FFFF_FFFF)
+            target = {
+                "boxes": tv_tensors.BoundingBoxes(rows[:, :4], format="XYXY", canvas_size=tuple(image.shape[-2:])),
+                "labels": rows[:, 4].long(),
+            }
+            image, target = augmentation(image, target)
+            if tuple(image.shape[-2:]) != tuple(size):
+                image, target = finish(image, target)
+            else:
+                image, target = v2.SanitizeBoundingBoxes()(image, target)
+            out_images.append(image)
+            box = target["boxes"].as_subclass(torch.Tensor).float()
+            out_boxes.append(torch.cat([box, target["labels"].float()[:, None]], dim=1))
+    return torch.stack(out_images), out_boxes
+
+
 def augment(
     images: torch.Tensor, size: tuple[int, int], augmentation: v2.Transform, seeds: Sequence[int] | np.ndarray
 ) -> torch.Tensor:

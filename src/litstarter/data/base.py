@@ -74,6 +74,8 @@ class ArrayDataModule(L.LightningDataModule):
             "pin_memory": on_accelerator,  # pinned host memory only pays off when batches go to an accelerator
             "persistent_workers": self.num_workers > 0,
         }
+        if getattr(dataset, "boxes", False):  # a variable number of boxes per image: batched as a list
+            workers["collate_fn"] = dataset.collate
         if isinstance(sampler, BatchSampler):  # it forms the batches itself (e.g. class-balanced ones)
             return DataLoader(dataset, batch_sampler=sampler, **workers)
         # train order comes from the seeded sampler; val/test never shuffle

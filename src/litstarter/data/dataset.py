@@ -9,8 +9,8 @@ import torch
 from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
-from litstarter._engine.images.crop import center_crop_or_resize
-from litstarter.data.augmentation import augment, augment_with_masks
+from litstarter._engine.images.crop import center_crop_or_resize, crop_boxes
+from litstarter.data.augmentation import augment, augment_with_boxes, augment_with_masks
 
 Item = int | tuple[int, int]
 
@@ -25,8 +25,10 @@ class ArrayImageDataset(Dataset):
         images: ``(N, C, H, W)`` uint8 array, possibly a ``np.memmap``; read lazily per item.
         targets: ``(N,)`` integer class indices (served as ints); ``(N, H, W)`` uint8 masks of the images' own
             ``H, W`` (cropped, resized and flipped with their image, by nearest neighbour; served as uint8 tensors);
-            or ``(N, ...)`` targets of another shape (a multi-label task's multi-hot rows, a regression's values:
-            served as float32 tensors, row by row). May be memory-mapped.
+            each image's box rows ``x1, y1, x2, y2, class`` (a ``RaggedRows``: moved with their image, served as
+            ``{"boxes", "labels"}``, batched by :meth:`collate`); or ``(N, ...)`` targets of another shape (a
+            multi-label task's multi-hot rows, a regression's values: served as float32 tensors, row by row). May be
+            memory-mapped.
         size: Output ``(h, w)``; images larger than this are cropped, smaller ones resized.
         augmentation: Random augmentation (any v2 transform); ``None`` for the eval view.
     """
@@ -41,7 +43,9 @@ class ArrayImageDataset(Dataset):
         self.images = images
         #: Whether each target is a mask of its image's pixels (it then follows the image's geometry).
         self.masks = np.ndim(targets) == 3 and tuple(targets.shape[1:]) == tuple(images.shape[2:])
-        if not self.masks:
+        #: Whether each target is a set of boxes of any number (it then follows the image's geometry too).
+        self.boxes = hasattr(targets, "row_count")
+        if not self.masks and not self.boxes:
             targets = np.asarray(targets)
             integral = targets.ndim == 1 and targets.dtype.kind in "iub"
             targets = targets.astype(np.int64 if integral else np.float32, copy=False)
@@ -66,6 +70,8 @@ class ArrayImageDataset(Dataset):
             seeds = [int(torch.randint(0, 2**62, ())) if seed is None else seed for _, seed in pairs]
         if self.masks:
             return list(zip(*self._with_masks(images, indices, seeds), strict=True))
+        if self.boxes:
+            return self._with_boxes(images, indices, seeds)
         if seeds is None:
             images = center_crop_or_resize(images, self.size)
         else:
@@ -83,6 +89,23 @@ class ArrayImageDataset(Dataset):
             return center_crop_or_resize(images, self.size), center_crop_or_resize(masks, self.size, nearest=True)
         return augment_with_masks(images, masks, self.size, self.augmentation, seeds)
 
+    def _with_boxes(self, images: torch.Tensor, indices: np.ndarray, seeds: list[int] | None) -> list[tuple]:
+        """The batch's images and each one's boxes as ``{"boxes": (m, 4) float32, "labels": (m,) int64}``."""
+        rows = [torch.from_numpy(np.asarray(r)) for r in self.targets[indices]]
+        if seeds is None:
+            stored = tuple(images.shape[-2:])
+            images, rows = center_crop_or_resize(images, self.size), [crop_boxes(r, stored, self.size) for r in rows]
+        else:
+            images, rows = augment_with_boxes(images, rows, self.size, self.augmentation, seeds)
+        targets = [{"boxes": r[:, :4].contiguous(), "labels": r[:, 4].long()} for r in rows]
+        return list(zip(images.unbind(0), targets, strict=True))
+
+    @staticmethod
+    def collate(items: list[tuple]) -> tuple[torch.Tensor, list]:
+        """A batch of ``(image, target)`` pairs as ``(images (B, C, h, w), [target, ...])``: what a detection
+        model takes, as torchvision's do (the loader uses it for box targets)."""
+        return torch.stack([image for image, _ in items]), [target for _, target in items]
+
     def eval_view(self, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """``(images (N, C, h, w) uint8, targets (N, ...))`` of ``indices``, un-augmented whatever the split."""
         indices = np.asarray(indices, dtype=np.int64)
@@ -90,4 +113,10 @@ class ArrayImageDataset(Dataset):
         if self.masks:
             masks = center_crop_or_resize(torch.from_numpy(np.asarray(self.targets[indices])), self.size, nearest=True)
             return images.numpy(), masks.numpy()
+        if self.boxes:
+            stored = tuple(self.images.shape[-2:])
+            boxes = [
+                crop_boxes(torch.from_numpy(np.asarray(r)), stored, self.size).numpy() for r in self.targets[indices]
+            ]
+            return images.numpy(), boxes
         return images.numpy(), self.targets[indices]

@@ -73,6 +73,9 @@ class ImageFolderDataModule(ArrayDataModule):
             by ``nearest`` neighbour.
         binary_masks: Masks: foreground wherever the mask is not 0 (0/1 and 0/255 PNGs alike), classes
             ``background`` and ``foreground``, no pixel ignored.
+        on_bad_box: Boxes (COCO json, YOLO's ``data.yaml``, a ``path,x1,y1,x2,y2,label`` CSV): a box outside its
+            image, of zero area or with an unknown class, an annotation of a missing image, a YOLO line without five
+            fields: ``error`` stops, naming the file and the box; ``skip`` leaves them out and counts them.
     """
 
     def __init__(
@@ -101,12 +104,15 @@ class ImageFolderDataModule(ArrayDataModule):
         ignore_index: int = 255,
         mask_resize: Literal["refuse", "nearest"] = "refuse",
         binary_masks: bool = False,
+        on_bad_box: Literal["error", "skip"] = "error",
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if not 0 <= ignore_index <= 255:
             raise UsageError(f"data.ignore_index must be in 0..255 (masks are uint8), got {ignore_index}")
         if mask_resize not in ("refuse", "nearest"):
             raise UsageError(f"data.mask_resize must be 'refuse' or 'nearest', got {mask_resize!r}")
+        if on_bad_box not in ("error", "skip"):
+            raise UsageError(f"data.on_bad_box must be 'error' or 'skip', got {on_bad_box!r}")
         if sampler not in ("none", "weighted", "balanced"):
             raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
         # The listing, the split and the cache: the engine's, shared with the reports that read the same cache.
@@ -126,7 +132,12 @@ class ImageFolderDataModule(ArrayDataModule):
             labels_absolute_paths,
             interpolation,
             crop_pct,
-            {"ignore_index": ignore_index, "mask_resize": mask_resize, "binary": binary_masks},
+            {
+                "ignore_index": ignore_index,
+                "mask_resize": mask_resize,
+                "binary": binary_masks,
+                "on_bad_box": on_bad_box,
+            },
         )
         for name, value in (("mean", mean), ("std", std)):
             if value is not None and len(value) != self.folder.channels:

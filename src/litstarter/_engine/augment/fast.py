@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as nn_functional
 
-from ..images.crop import center_crop_or_resize
+from ..images.crop import center_crop_or_resize, crop_boxes
 from .recolour import recolour
 
 #: Crop attempts before the centred fallback, as torchvision's ``RandomResizedCrop``.
@@ -172,6 +172,40 @@ def augment_masks(
         return torch.where(flips[:, None, None], out.flip(-1), out)
     boxes = random_resized_crop_boxes(*masks.shape[-2:], aug.crop_scale, aug.crop_ratio, draws)
     return resized_crop_batch(masks[:, None], torch.from_numpy(boxes), size, flips, nearest=True)[:, 0].to(torch.uint8)
+
+
+def augment_boxes(
+    boxes: Sequence[torch.Tensor],
+    stored: tuple[int, int],
+    size: tuple[int, int],
+    aug: Settings,
+    seeds: Sequence[int] | np.ndarray,
+) -> list[torch.Tensor]:
+    """The geometry :func:`augment_batch` gives the images of ``seeds`` (stored at ``(H, W)``) on each image's
+    ``(m, 5)`` rows ``x1, y1, x2, y2, class``: the crop box's offset and scale, the flip; clipped to ``size``, the
+    boxes left without area dropped."""
+    draws = uniforms(seeds, _DRAWS)
+    flips = draws[:, _FLIP] < aug.hflip if aug.hflip > 0 else np.zeros(len(draws), dtype=bool)
+    if aug.crop_scale is None:
+        crops = [None] * len(draws)
+    else:
+        crops = random_resized_crop_boxes(*stored, aug.crop_scale, aug.crop_ratio, draws).tolist()
+    out_h, out_w = size
+    result = []
+    for rows, crop, flip in zip(boxes, crops, flips, strict=True):
+        if crop is None:
+            rows = crop_boxes(rows, stored, size)
+        else:
+            top, left, h, w = crop
+            rows = rows.clone().float()
+            rows[:, [0, 2]] = ((rows[:, [0, 2]] - left) * out_w / w).clamp(0, out_w)
+            rows[:, [1, 3]] = ((rows[:, [1, 3]] - top) * out_h / h).clamp(0, out_h)
+            rows = rows[(rows[:, 2] > rows[:, 0]) & (rows[:, 3] > rows[:, 1])]
+        if flip:
+            rows = rows.clone()
+            rows[:, [0, 2]] = out_w - rows[:, [2, 0]]
+        result.append(rows)
+    return result
 
 
 def resized_crop_batch(

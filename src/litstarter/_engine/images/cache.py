@@ -36,6 +36,8 @@ from typing import Literal
 import numpy as np
 
 from ..leftovers import remove_stale
+from ..targets import target_kind
+from ..targets.rows import RaggedRows
 from .manifest import (
     MANIFEST,
     as_records,
@@ -63,7 +65,7 @@ def cache_key(params: dict) -> str:
 def targets_file(kind) -> str:
     """A split's targets file after ``<split>.``: ``targets.u8`` (raw ``(N, H, W)`` uint8) for a kind decoded with the
     images (masks), ``targets.npy`` for one stacked from the listing."""
-    return "targets.u8" if kind.decoded else "targets.npy"
+    return "targets.u8" if kind.storage == "pixels" else "targets.npy"
 
 
 def listing_digest(files: list[SourceFile]) -> str:
@@ -151,13 +153,15 @@ class ImageCache:
         """The ``(N, C, H, W)`` uint8 images of a split, memory-mapped."""
         return MemmapImages(self.folder / f"{split}.u8", self.manifest["splits"][split]["shape"])
 
-    def targets(self, split: str) -> np.ndarray | MemmapImages:
-        """A split's targets, ``(N, ...)`` as their kind stored them: class indices ``(N,)`` int64; label sets and
-        values ``(N, K)`` float32; masks ``(N, H, W)`` uint8, memory-mapped."""
-        if (self.folder / f"{split}.targets.u8").is_file():
-            n, _, h, w = self.manifest["splits"][split]["shape"]
+    def targets(self, split: str) -> np.ndarray | MemmapImages | RaggedRows:
+        """A split's targets, ``N`` of them as their kind stored them: class indices ``(N,)`` int64; label sets and
+        values ``(N, K)`` float32; masks ``(N, H, W)`` uint8, memory-mapped; boxes, each image's rows."""
+        storage = target_kind(self.manifest["target_kind"]).storage
+        n, _, h, w = self.manifest["splits"][split]["shape"]
+        if storage == "pixels":
             return MemmapImages(self.folder / f"{split}.targets.u8", (n, h, w))
-        return np.load(self.folder / f"{split}.targets.npy")
+        stored = np.load(self.folder / f"{split}.targets.npy")
+        return RaggedRows(stored, n) if storage == "rows" else stored
 
     @property
     def mean(self) -> list[float]:

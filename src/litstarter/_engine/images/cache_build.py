@@ -136,9 +136,10 @@ def _decode_split(
     (``None`` for targets the kind stacks later) and the kept files' records."""
     kind = kind or target_kind("class")
     tag = owner_tag()
-    images_tmp, targets_tmp = folder / f".{split}.u8.{tag}.tmp", folder / f".{split}.targets.u8.{tag}.tmp"
+    images_tmp, targets_tmp = folder / f".{split}.u8.{tag}.tmp", folder / f".{split}.{targets_file(kind)}.{tag}.tmp"
     array = _raw_array(images_tmp, (len(files), channels, *size))
-    targets = _raw_array(targets_tmp, (len(files), *size)) if kind.decoded else None
+    targets = _raw_array(targets_tmp, (len(files), *size)) if kind.storage == "pixels" else None
+    rows: list[np.ndarray] = []  # kind.storage "rows": each kept image's rows, its index first
     kept: list[dict] = []
     items = [(root / f.path, f.target) for f in files]
     results = _decode_all(items, channels, size, workers, f"caching {split}", interpolation, kind)
@@ -149,6 +150,8 @@ def _decode_split(
         array[len(kept)] = image  # (C, H, W) uint8; kept files are packed to the front
         if targets is not None:
             targets[len(kept)] = target  # (H, W) uint8
+        elif kind.storage == "rows":
+            rows.append(np.column_stack([np.full(len(target), len(kept), np.float32), target]).astype(np.float32))
         kept.append({**asdict(source), **facts})
     for record, value in zip(kept, phash_batch(array[: len(kept)]), strict=True):  # from the cached pixels
         record["phash"] = as_hex(value)
@@ -157,8 +160,11 @@ def _decode_split(
             written.flush()
     del array, targets  # the maps closed before their files are cut to the kept rows
     os.truncate(images_tmp, len(kept) * channels * size[0] * size[1])
-    if kind.decoded:
+    if kind.storage == "pixels":
         os.truncate(targets_tmp, len(kept) * size[0] * size[1])
+    elif kind.storage == "rows":
+        with open(targets_tmp, "wb") as f:
+            np.save(f, np.concatenate(rows) if rows else np.zeros((0, 1 + kind.row_width), np.float32))
     return images_tmp, targets_tmp if kind.decoded else None, kept
 
 
@@ -244,7 +250,8 @@ def build_cache(
         shapes = {split: [len(kept), channels, *size] for split, (_, _, kept) in written.items()}
         mean, std = channel_stats(MemmapImages(written["train"][0], shapes["train"]).array())
         splits = {
-            split: _split_entry(sources[split], *written[split], shapes[split], kind.decoded) for split in written
+            split: _split_entry(sources[split], *written[split], shapes[split], kind.storage == "pixels")
+            for split in written
         }
         finished = load_cache(folder, params, sources, class_to_idx, quiet=True)
         if finished is not None:  # another builder completed the same cache meanwhile: keep its files

@@ -20,3 +20,20 @@ def center_crop_or_resize(image: torch.Tensor, size: tuple[int, int], nearest: b
     if nearest:
         return F.resize(image, list(size), interpolation=InterpolationMode.NEAREST_EXACT)
     return F.resize(image, list(size), antialias=True)
+
+
+def crop_boxes(boxes: torch.Tensor, stored: tuple[int, int], size: tuple[int, int]) -> torch.Tensor:
+    """:func:`center_crop_or_resize`'s geometry on ``(m, 5)`` rows ``x1, y1, x2, y2, class`` of an image stored at
+    ``stored`` ``(H, W)``: shifted by the crop (or scaled by the resize), clipped to ``size``, those left without
+    area dropped."""
+    (sh, sw), (h, w) = stored, size
+    out = boxes.clone().float()
+    if sh >= h and sw >= w:
+        out[:, [0, 2]] -= (sw - w) // 2
+        out[:, [1, 3]] -= (sh - h) // 2
+    else:
+        out[:, [0, 2]] *= w / sw
+        out[:, [1, 3]] *= h / sh
+    out[:, [0, 2]] = out[:, [0, 2]].clamp(0, w)
+    out[:, [1, 3]] = out[:, [1, 3]].clamp(0, h)
+    return out[(out[:, 2] > out[:, 0]) & (out[:, 3] > out[:, 1])]

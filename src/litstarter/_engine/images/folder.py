@@ -113,7 +113,7 @@ class CachedImageFolder:
         self.layout = detect_layout(self.root, labels, labels_absolute_paths)
         self.target_kind = self.layout.target_kind
         self.all_class_names = self.layout.class_names
-        if not self.all_class_names and target_kind(self.target_kind).decoded:  # masks without classes.txt
+        if not self.all_class_names and target_kind(self.target_kind).storage == "pixels":  # masks, no classes.txt
             self.all_class_names = self._numbered_classes(target_settings or {})
         self.kind: TargetKind = target_kind(self.target_kind).configured(
             self.root, self.all_class_names, target_settings or {}

@@ -10,12 +10,13 @@ Accepted layouts (class names are the sorted folder names of train):
 * a labels file, ``data.labels`` (see :mod:`litstarter._engine.images.labels_csv`): one class, a label set or
   numbers per image, or ``image,mask`` pairs;
 * ``root/images/`` beside ``root/masks/`` (or both inside each split folder): a mask per image
-  (:mod:`.mask_folders`), class names from ``root/classes.txt``.
+  (:mod:`.mask_folders`), class names from ``root/classes.txt``;
+* boxes: COCO json, YOLO's ``data.yaml``, or a ``path,x1,y1,x2,y2,label`` CSV (:mod:`.box_listing`).
 
 Split folders may also be named ``training``, ``valid``, ``validation``, ``dev``, ``testing``, in any case. Each
 layout is one module that lists files with their targets (:mod:`.class_folders`, :mod:`.mask_folders`,
-:mod:`.labels_listing`); the split by the fractions is the targets' kind's (:mod:`litstarter._engine.targets`),
-whatever the layout.
+:mod:`.box_listing`, :mod:`.labels_listing`); the split by the fractions is the targets' kind's
+(:mod:`litstarter._engine.targets`), whatever the layout.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from typing import Literal
 
 from ..errors import BadInputError, UsageError
 from ..targets import TargetKind, target_kind
+from .box_files import Annotated
+from .box_listing import list_boxes, read_annotations
 from .class_folders import class_names_of, list_class_folders, visible_dirs
 from .label_sets import FORM_NAMES
 from .labels_csv import LabelRow, read_labels_file
@@ -40,6 +43,7 @@ __all__ = ["Layout", "SourceFile", "detect_layout", "expected_layout", "list_sou
 
 #: A labels file's form -> the kind of its targets.
 FORM_KINDS = {"label": "class", "labels": "label_set", "columns": "label_set", "values": "value", "masks": "mask"}
+FORM_KINDS |= {"coco": "boxes", "yolo": "boxes", "boxes": "boxes"}
 
 
 def expected_layout(root: Path) -> str:
@@ -59,23 +63,26 @@ class Layout:
     """The layout of a data root, found from folder names (or the labels file) alone.
 
     Args:
-        kind: ``classes`` (``root/<class>``), ``splits`` (split folders), ``labels`` (a labels CSV) or ``masks``
-            (``images/`` and ``masks/``, at the root or in split folders).
+        kind: ``classes`` (``root/<class>``), ``splits`` (split folders), ``labels`` (a labels CSV), ``masks``
+            (``images/`` and ``masks/``, at the root or in split folders) or ``boxes`` (COCO, YOLO, a boxes CSV).
         class_names: Sorted class names (train's): the classes, the label vocabulary, the target columns; a mask
             layout's from ``classes.txt`` (``[]`` without one: the masks number them).
         split_dirs: ``{split: folder name as found}`` for the ``splits`` kind.
         labels: The labels CSV for the ``labels`` kind.
         rows: The labels CSV's rows for the ``labels`` kind.
         form: The labels CSV's form: ``label`` (one class per image), multi-label ``labels`` / ``columns``
-            (:mod:`litstarter._engine.images.label_sets`), or ``values`` (:mod:`.label_values`).
+            (:mod:`litstarter._engine.images.label_sets`), or ``values`` (:mod:`.label_values`); a mask layout's
+            ``masks``; a box layout's ``coco``, ``yolo`` or ``boxes`` (CSV).
+        annotated: A box layout's annotations, parsed once (:mod:`.box_files`).
     """
 
-    kind: Literal["classes", "splits", "labels", "masks"]
+    kind: Literal["classes", "splits", "labels", "masks", "boxes"]
     class_names: list[str]
     split_dirs: dict[str, str] = field(default_factory=dict)
     labels: Path | None = None
     rows: tuple[LabelRow, ...] = ()
     form: str = "label"
+    annotated: Annotated | None = None
 
     @property
     def target_kind(self) -> str:
@@ -92,6 +99,10 @@ class Layout:
         if self.kind == "masks":
             names = ",".join(self.split_dirs[s] for s in SPLIT_NAMES if s in self.split_dirs)
             return f"{root}/{{{names}}}/{{images,masks}}/<image>" if names else f"{root}/{{images,masks}}/<image>"
+        if self.kind == "boxes":
+            images = self.annotated.images
+            boxes, empty = sum(len(b) for _, _, b in images), sum(not b for _, _, b in images)
+            return f"{self.form} boxes {self.labels} ({len(images)} images, {boxes} boxes, {empty} image(s) without)"
         has_split = any(row.split for row in self.rows)
         absolute = sum(os.path.isabs(row.path) for row in self.rows)
         where = f"paths under {root}" + (f", {absolute} absolute" if absolute else "")
@@ -124,6 +135,10 @@ def detect_layout(
     if not root.is_dir():
         what = "is not a folder" if root.exists() else "does not exist"
         raise UsageError(f"data.root '{root}' {what}; {expected_layout(root)}")
+    boxes = read_annotations(root, str(labels) if labels is not None else None)
+    if boxes is not None:
+        annotated, form, path = boxes
+        return Layout("boxes", annotated.names, labels=path, form=form, annotated=annotated)
     if labels is not None:
         csv_path = root / labels
         rows, form, columns = read_labels_file(csv_path, root, allow_absolute=labels_absolute_paths)
@@ -192,7 +207,14 @@ def list_sources(
             or a class has too few images to give every split at least one (the class is named).
     """
     root, walker = Path(root), Walker(Path(root))
-    if layout.kind == "labels":
+    notes = ""
+    if layout.kind == "boxes":
+        on_bad_box = getattr(kind, "on_bad_box", "error")
+        listed, notes = list_boxes(root, layout.annotated, walker, on_bad_box, f"'{layout.labels}'")
+        name = layout.form if layout.form != "boxes" else layout.labels.name  # coco, yolo, boxes.csv
+        given = {split: f"{name} split={split}" for split in listed if split}
+        carving = Carving(f"{name}, ", name, name, name)
+    elif layout.kind == "labels":
         listed = list_labels_file(root, layout.labels, layout.rows, layout.class_names, layout.form, walker)
         name = layout.labels.name
         given = {split: f"{name} split={split}" for split in listed if split}
@@ -211,7 +233,7 @@ def list_sources(
     sources, origins = split_sources(
         listed, given, kind, layout.class_names, (val_fraction, test_fraction), seed, carving
     )
-    return Listing(layout.describe(root), sources, origins, walker.report())
+    return Listing(layout.describe(root), sources, origins, "; ".join(filter(None, [walker.report(), notes])))
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,16 @@ class TargetKind:
     strata_are_classes: ClassVar[bool] = True
     #: The fewest names (classes, labels, target columns) the data must have.
     fewest: ClassVar[int] = 2
-    #: Whether each target is a file decoded with its image (a mask), through the image's geometry, into
-    #: ``<split>.targets.u8`` (:meth:`decode`), rather than stacked from the listing (:meth:`stack`).
-    decoded: ClassVar[bool] = False
+    #: How a split's targets are stored: ``stacked`` from the listing (:meth:`stack`, ``<split>.targets.npy``);
+    #: ``pixels``, decoded with each image through its geometry into ``<split>.targets.u8`` ``(N, H, W)`` (a mask:
+    #: :meth:`decode`); ``rows``, decoded so too into a variable number of rows per image (a set of boxes), stored
+    #: ``(M, 1 + F)`` with the image's index first (:class:`~.rows.RaggedRows`).
+    storage: ClassVar[str] = "stacked"
+
+    @property
+    def decoded(self) -> bool:
+        """Whether each image's target goes through its image's geometry when the cache is built (:meth:`decode`)."""
+        return self.storage != "stacked"
 
     def configured(self, root, names: list[str], settings: dict) -> TargetKind:
         """This kind for one data root: what decoding its targets needs (a mask's ignore index, its palette).
@@ -49,8 +56,8 @@ class TargetKind:
 
     def decode(self, target, image_size: tuple[int, int], orientation: int, size: tuple[int, int]):
         """A :attr:`decoded` kind's target as the cache stores it beside its image: ``(array, None)`` or ``(None,
-        reason)``. ``image_size``: the image file's ``(width, height)`` before its EXIF ``orientation``; ``size``:
-        the cached ``(height, width)``."""
+        reason)``; the array ``(H, W)`` (``pixels``) or ``(m, F)`` (``rows``). ``image_size``: the image file's
+        ``(width, height)`` before its EXIF ``orientation``; ``size``: the cached ``(height, width)``."""
         raise NotImplementedError
 
     def stack(self, targets: Sequence, names: Sequence[str]) -> np.ndarray:

@@ -32,7 +32,7 @@ class MaskTargets(TargetKind):
 
     name = "mask"
     how = "stratified by the classes each mask holds (iterative stratification)"
-    decoded = True
+    storage = "pixels"
 
     def __init__(self, root: Path | None = None, options: MaskOptions | None = None) -> None:
         self.root = root

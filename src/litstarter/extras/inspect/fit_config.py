@@ -78,7 +78,7 @@ def image_folder_of(config: Namespace) -> CachedImageFolder:
     init_args = vars(data.init_args)
     accepted = set(inspect.signature(CachedImageFolder).parameters)
     defaults = inspect.signature(ImageFolderDataModule).parameters
-    settings = {key: init_args.get(key, defaults[key].default) for key in ("ignore_index", "mask_resize")}
+    settings = {key: init_args.get(key, defaults[key].default) for key in ("ignore_index", "mask_resize", "on_bad_box")}
     settings["binary"] = init_args.get("binary_masks", defaults["binary_masks"].default)  # masks: as fit reads them
     kept = {k: v for k, v in init_args.items() if k in accepted}
     return CachedImageFolder(**kept, target_settings=settings)
