@@ -83,3 +83,23 @@ def mask_overlays(images: torch.Tensor, predicted: torch.Tensor, truth: torch.Te
 
     rows = torch.cat([grey, over(predicted), over(truth)], dim=3)  # (n, 3, H, 3W)
     return torch.cat(list(rows), dim=1)  # (3, n * H, 3W)
+
+
+def box_overlays(images: torch.Tensor, predicted: list[torch.Tensor], truth: list[torch.Tensor]) -> torch.Tensor:
+    """One RGB grid ``(3, n * H, 2 * W)`` in 0..1: per image a row of it with its predicted boxes (red) and with its
+    true boxes (green).
+
+    Args:
+        images: ``(n, C, H, W)`` uint8.
+        predicted: Each image's ``(m, 4)`` predicted boxes, ``x1, y1, x2, y2``.
+        truth: Each image's ``(m, 4)`` true boxes.
+    """
+    from torchvision.utils import draw_bounding_boxes
+
+    rgb = images.expand(-1, 3, -1, -1) if images.shape[1] == 1 else images[:, :3]
+    rows = []
+    for image, found, true in zip(rgb, predicted, truth, strict=True):
+        left = draw_bounding_boxes(image, found.float(), colors="red")
+        right = draw_bounding_boxes(image, true.float(), colors="lime")
+        rows.append(torch.cat([left, right], dim=2))
+    return torch.cat(rows, dim=1).float() / 255.0

@@ -3,6 +3,7 @@
 from litstarter.data.augmentation import FastAugmentation
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
+from litstarter.data.digit_boxes import DigitBoxesDataModule
 from litstarter.data.digit_counts import DigitCountsDataModule
 from litstarter.data.digit_segmentation import DigitSegmentationDataModule
 from litstarter.data.digits import DigitsDataModule
@@ -13,6 +14,7 @@ from litstarter.data.streaming import StreamingDataModule  # extra: streaming
 __all__ = [
     "ArrayDataModule",
     "ArrayImageDataset",
+    "DigitBoxesDataModule",
     "DigitCountsDataModule",
     "DigitSegmentationDataModule",
     "DigitsDataModule",

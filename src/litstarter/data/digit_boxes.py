@@ -134,7 +134,7 @@ def write_coco(root: Path, written: list[tuple[str, str, np.ndarray]]) -> None:
             images.append({"id": image_id, "file_name": path, "width": SIDE, "height": SIDE})
             for x1, y1, x2, y2, label in rows.tolist():
                 bbox = [x1, y1, x2 - x1, y2 - y1]
-                ann = {"id": len(annotations), "image_id": image_id, "category_id": int(label) + 1, "bbox": bbox}
+                ann = {"id": len(annotations) + 1, "image_id": image_id, "category_id": int(label) + 1, "bbox": bbox}
                 annotations.append({**ann, "area": bbox[2] * bbox[3], "iscrowd": 0})
         data = {"images": images, "annotations": annotations, "categories": categories}
         (root / "annotations" / f"instances_{split}.json").write_text(json.dumps(data))

@@ -4,6 +4,7 @@ segmentation decoder in :mod:`.segmenter`; :mod:`.build` rebuilds either from a 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -16,14 +17,16 @@ from litstarter.models.registry import create_backbone
 ARCHITECTURE_KEYS = ("backbone", "backbone_kwargs", "num_classes", "in_channels", "dropout", "image_size")
 #: A segmentation task's architecture key (``null`` picks the widths): its network is a ``Segmenter``.
 DECODER_KEY = "decoder_channels"
+#: A detection task's: its network is a ``Detector`` (with its thresholds and its pyramid's width).
+DETECTION_KEYS = ("detector", "score_threshold", "nms_iou", "max_detections", "fpn_channels")
 
 
 def architecture_of(hparams: Mapping) -> dict:
-    """The :data:`ARCHITECTURE_KEYS` of a checkpoint's ``hyper_parameters`` (and :data:`DECODER_KEY` where they hold
-    it): what :func:`litstarter.models.build.build_network` takes."""
+    """The :data:`ARCHITECTURE_KEYS` of a checkpoint's ``hyper_parameters`` (and a task's own shape keys where they
+    hold them: :data:`DECODER_KEY`, :data:`DETECTION_KEYS`): what :func:`litstarter.models.build.build_network`
+    takes."""
     architecture = {k: hparams.get(k) for k in ARCHITECTURE_KEYS}
-    if DECODER_KEY in hparams:
-        architecture[DECODER_KEY] = hparams[DECODER_KEY]
+    architecture |= {k: hparams[k] for k in (DECODER_KEY, *DETECTION_KEYS) if k in hparams}
     return architecture
 
 
@@ -37,7 +40,11 @@ class ImageNetwork(nn.Module):
         std: Per-channel standard deviation on the 0..1 scale.
     """
 
-    backbone: nn.Module
+    #: Formats ``litstarter export`` cannot write for this network, each with why, in one line.
+    export_refuses: ClassVar[dict[str, str]] = {}
+    #: Whether exports trace one image and loop over a batch's images (a network whose output per image depends
+    #: on the data, as a detector's NMS does); otherwise they capture the whole batch.
+    export_per_image: ClassVar[bool] = False
 
     def __init__(self, mean: Sequence[float], std: Sequence[float]) -> None:
         super().__init__()

@@ -25,6 +25,7 @@ from litstarter._engine.errors import UsageError
 from litstarter.models.classifier import DECODER_KEY, ImageNetwork
 from litstarter.models.registry import create_backbone
 from litstarter.models.small_cnn import conv_bn_relu
+from litstarter.models.stages import read_stages, stage_channels
 
 
 class UNetDecoder(nn.Module):
@@ -59,42 +60,6 @@ class UNetDecoder(nn.Module):
         return x
 
 
-def stage_style(backbone: nn.Module) -> str:
-    """How the encoder's stages are read: ``stages`` (``forward_stages``) or ``resnet`` (torchvision's ResNet).
-
-    Raises:
-        UsageError: the backbone gives no stages.
-    """
-    if hasattr(backbone, "forward_stages"):
-        return "stages"
-    if all(hasattr(backbone, name) for name in ("conv1", "bn1", "maxpool", "layer1", "layer4")):
-        return "resnet"
-    raise UsageError(
-        f"model.backbone {type(backbone).__name__} gives no stages (forward_stages, stage_channels): a segmentation"
-        " decoder needs them; small_cnn, timm/<name> and torchvision's resnet18/34/50 have them, or"
-        " smp/<arch>/<encoder>"
-    )
-
-
-def resnet_stages(backbone: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
-    """A torchvision ResNet's stem (stride 2) and ``layer1``..``layer4`` (strides 4 to 32), finest first."""
-    stem = backbone.relu(backbone.bn1(backbone.conv1(x)))
-    features, x = [stem], backbone.maxpool(stem)
-    for name in ("layer1", "layer2", "layer3", "layer4"):
-        x = getattr(backbone, name)(x)
-        features.append(x)
-    return features
-
-
-def resnet_channels(backbone: nn.Module) -> list[int]:
-    """The widths of :func:`resnet_stages`."""
-    widths = [backbone.conv1.out_channels]
-    for name in ("layer1", "layer2", "layer3", "layer4"):
-        last = getattr(backbone, name)[-1]
-        widths.append((last.bn3 if hasattr(last, "bn3") else last.bn2).num_features)
-    return widths
-
-
 class Segmenter(ImageNetwork):
     """Images ``(B, C, H, W)`` in 0..255 to per-pixel logits ``(B, num_classes, H, W)``.
 
@@ -117,8 +82,7 @@ class Segmenter(ImageNetwork):
         dropout: float = 0.0,
     ) -> None:
         super().__init__(mean, std)
-        self.style = stage_style(backbone)
-        stages = list(backbone.stage_channels) if self.style == "stages" else resnet_channels(backbone)
+        stages = stage_channels(backbone)
         self.backbone = backbone
         self.decoder = UNetDecoder(stages, decoder_channels or stages[:-1][::-1])
         self.dropout = nn.Dropout2d(dropout)
@@ -126,11 +90,7 @@ class Segmenter(ImageNetwork):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images ``(B, C, H, W)`` in 0..255 -> logits ``(B, num_classes, H, W)``."""
-        x_normal = self.normalize(x)
-        if self.style == "stages":
-            features = self.backbone.forward_stages(x_normal)
-        else:
-            features = resnet_stages(self.backbone, x_normal)
+        features = read_stages(self.backbone, self.normalize(x))
         logits = self.head(self.dropout(self.decoder(features)))  # (B, K, h, w) at the finest stage
         return F.interpolate(logits, size=x.shape[-2:], mode="bilinear", align_corners=False)
 

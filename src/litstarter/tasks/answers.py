@@ -51,9 +51,17 @@ class TaskAnswers:
     metric_name: ClassVar[str] = "score"
     #: Before each name in the columns of :meth:`outputs` (cv's out-of-fold file).
     output_prefix: ClassVar[str] = "prob_"
-    #: What each file's answer is, as a file of its own beside ``infer``'s CSV (``mask``: :meth:`file_answer`);
-    #: ``""``: none, the CSV row is the answer.
+    #: Whether an answer is on the source file's own pixels (a mask, boxes: :meth:`source_answer`), rather than
+    #: on the model's input alone.
+    on_source: ClassVar[bool] = False
+    #: What each file's answer is, as a file of its own beside ``infer``'s CSV (``mask``: :meth:`file_bytes`);
+    #: ``""``: none, the CSV rows are the answer.
     writes_files: ClassVar[str] = ""
+    #: The suffix of one file of every answer that ``infer`` writes beside its CSV (``coco.json``:
+    #: :meth:`results`); ``""``: none.
+    results_file: ClassVar[str] = ""
+    #: Whether an exported INT8 graph can be had and scored (:meth:`score`).
+    int8: ClassVar[bool] = True
 
     def __init__(self, class_names: Sequence[str], state: Mapping | None = None) -> None:
         self.class_names = list(class_names)
@@ -98,18 +106,42 @@ class TaskAnswers:
         """``(B, K)`` logits -> the task's ``(B, K)`` float64 answers (probabilities, values)."""
         raise NotImplementedError
 
-    def file_answer(self, p: np.ndarray, source, view: dict) -> np.ndarray:
-        """A :attr:`writes_files` task's answer for one file (its path or bytes), on the file's own pixels; ``view``
-        holds the contract's ``resize_size`` and ``image_size``."""
+    def source_answer(self, p: np.ndarray, source, view: dict):
+        """An :attr:`on_source` task's answer for one file (its path or bytes) from its outputs ``p``, on the file's
+        own pixels; ``view`` holds the contract's ``resize_size`` and ``image_size`` (:func:`view_geometry`)."""
         raise NotImplementedError
 
-    def file_bytes(self, answer: np.ndarray) -> bytes:
-        """:meth:`file_answer` as the file ``infer`` writes and ``serve`` sends (a PNG)."""
+    def file_bytes(self, answer) -> bytes:
+        """A :attr:`writes_files` task's answer as the file ``infer`` writes (a PNG)."""
         raise NotImplementedError
 
-    def rle_answer(self, answer: np.ndarray) -> dict:
-        """:meth:`file_answer` as ``serve``'s JSON (run-length encoded)."""
+    def csv_rows(self, answer, k: int) -> list[list[str]]:
+        """``infer``'s CSV rows for one file's answer under :meth:`csv_columns`: one (:meth:`csv_cells`)."""
+        return [self.csv_cells(answer, k)]
+
+    def results(self, answers: list[tuple[str, object]]) -> bytes:
+        """A :attr:`results_file` task's one file of every ``(file name, answer)``."""
         raise NotImplementedError
+
+    def http_answer(self, answer, k: int, accept: str) -> tuple[object, str]:
+        """``serve``'s ``/predict`` body for one answer and its media type: :meth:`json_answer` as JSON (a task may
+        answer otherwise when the request's ``Accept`` names it)."""
+        return self.json_answer(answer, k), "application/json"
+
+    def output_tensors(self, logits: np.ndarray) -> dict[str, tuple[np.ndarray, str]]:
+        """The v2 route's outputs besides the logits: ``{name: (array, datatype)}``: :meth:`outputs`."""
+        return {self.output_name: (self.outputs(logits), self.output_dtype)}
+
+    def output_specs(self, image_size: Sequence[int]) -> list[dict]:
+        """The v2 metadata of :meth:`output_tensors`: ``[{"name", "datatype", "shape"}]`` (batch first, ``-1``)."""
+        return [
+            {"name": self.output_name, "datatype": self.output_dtype, "shape": [-1, *self.output_shape(image_size)]}
+        ]
+
+    def close(self, outputs: np.ndarray, reference: np.ndarray, rtol: float, atol: float) -> bool:
+        """Whether an exported fp32 graph's ``outputs`` are within the tolerances of eager's ``reference``:
+        element by element."""
+        return bool(np.allclose(outputs, reference, rtol=rtol, atol=atol))
 
     def answer(self, p: np.ndarray, k: int) -> tuple[list[tuple[str, float]], list[str] | None]:
         """One image's ``(name, output)`` pairs from its ``(K,)`` outputs (``k``: how many to keep), and the names
@@ -182,6 +214,33 @@ def answers_class(task: str) -> type[TaskAnswers]:
     if task not in modules:
         raise KeyError(f"task {task!r} is none of this litstarter's tasks ({', '.join(sorted(modules))})")
     return modules[task]
+
+
+def view_geometry(size: tuple[int, int], resize_size: Sequence[int], image_size: Sequence[int]) -> tuple:
+    """How a ``(W, H)`` file (as shown) maps onto the model's input: ``(scale_x, scale_y, left, top)``, a file pixel
+    ``x`` being input pixel ``x * scale_x - left`` (the cover resize to ``resize_size``, aspect kept, sides rounded;
+    its centre crop; the eval view's centre crop to ``image_size``)."""
+    width, height = size
+    rh, rw = resize_size
+    h, w = image_size
+    scale = max(rh / height, rw / width)
+    new_w, new_h = max(rw, round(width * scale)), max(rh, round(height * scale))
+    left, top = (new_w - rw) // 2 + (rw - w) // 2, (new_h - rh) // 2 + (rh - h) // 2
+    return new_w / width, new_h / height, left, top
+
+
+def source_size(source) -> tuple[int, int]:
+    """A file's ``(width, height)`` as shown, after its EXIF orientation (from the header alone); ``source``: its
+    path or its bytes."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source) as image:
+        width, height = image.size
+        if image.getexif().get(0x0112, 1) in (5, 6, 7, 8):  # a quarter turn swaps the sides
+            width, height = height, width
+    return width, height
 
 
 def figure_label(name: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from litstarter.tasks.answers import TaskAnswers
+from litstarter.tasks.answers import TaskAnswers, source_size, view_geometry
 
 #: The class given to file pixels the eval view's crops cut off.
 OUTSIDE = 255
@@ -36,6 +36,7 @@ class SegmentationAnswers(TaskAnswers):
     score_name = "miou"
     metric_name = "miou"
     output_prefix = "fraction_"
+    on_source = True
     writes_files = "mask"
 
     def problem(self) -> str | None:
@@ -96,10 +97,16 @@ class SegmentationAnswers(TaskAnswers):
         present = union > 0
         return float((np.diag(pairs)[present] / union[present]).mean()) if present.any() else 0.0
 
-    def file_answer(self, p: np.ndarray, source, view: dict) -> np.ndarray:
+    def source_answer(self, p: np.ndarray, source, view: dict) -> np.ndarray:
         """The class map on the source file's own pixels, ``(H, W)`` uint8 (:func:`map_back`). ``source``: the file's
         path or bytes; ``view``: ``resize_size`` and ``image_size``."""
         return map_back(p, source_size(source), view["resize_size"], view["image_size"])
+
+    def http_answer(self, answer: np.ndarray, k: int, accept: str) -> tuple[object, str]:
+        """The mask as the PNG ``infer`` writes when ``Accept`` names ``image/png``, else its run-length JSON."""
+        if "image/png" in accept.lower():
+            return self.file_bytes(answer), "image/png"
+        return self.rle_answer(answer), "application/json"
 
     def file_bytes(self, mask: np.ndarray) -> bytes:
         """A mask as the PNG ``infer`` writes and ``serve`` sends (mode ``L``: the indices)."""
@@ -127,29 +134,15 @@ class SegmentationAnswers(TaskAnswers):
         return {"size": list(mask.shape), "segments": segments}
 
 
-def source_size(source) -> tuple[int, int]:
-    """A file's ``(width, height)`` as shown, after its EXIF orientation (from the header alone)."""
-    from PIL import Image
-
-    with Image.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source) as image:
-        width, height = image.size
-        if image.getexif().get(0x0112, 1) in (5, 6, 7, 8):  # a quarter turn swaps the sides
-            width, height = height, width
-    return width, height
-
-
 def map_back(
     class_map: np.ndarray, size: tuple[int, int], resize_size: Sequence[int], image_size: Sequence[int]
 ) -> np.ndarray:
     """The ``(h, w)`` class map of a file's eval view on the file's ``(W, H)`` pixels (the module's rule)."""
     width, height = size
-    rh, rw = resize_size
     h, w = image_size
-    scale = max(rh / height, rw / width)
-    new_w, new_h = max(rw, round(width * scale)), max(rh, round(height * scale))
-    left, top = (new_w - rw) // 2 + (rw - w) // 2, (new_h - rh) // 2 + (rh - h) // 2
-    xs = np.floor((np.arange(width) + 0.5) * new_w / width).astype(np.int64) - left
-    ys = np.floor((np.arange(height) + 0.5) * new_h / height).astype(np.int64) - top
+    scale_x, scale_y, left, top = view_geometry(size, resize_size, image_size)
+    xs = np.floor((np.arange(width) + 0.5) * scale_x).astype(np.int64) - left
+    ys = np.floor((np.arange(height) + 0.5) * scale_y).astype(np.int64) - top
     inside = (ys[:, None] >= 0) & (ys[:, None] < h) & (xs[None, :] >= 0) & (xs[None, :] < w)
     mapped = class_map[np.clip(ys, 0, h - 1)[:, None], np.clip(xs, 0, w - 1)[None, :]]
     return np.where(inside, mapped, OUTSIDE).astype(np.uint8)

@@ -135,10 +135,9 @@ class WarnOnTinyValidation(Callback):
         labels = getattr(getattr(datamodule, "val_set", None), "targets", None)
         if labels is None or not trainer.is_global_zero:
             return
-        labels = np.asarray(labels)
         try:  # images per class, or with each label; the data's kind decides (litstarter._engine.targets)
             counts = target_kind(getattr(datamodule, "target_kind", "class")).class_counts(
-                labels, int(getattr(datamodule, "num_classes", 0) or (np.max(labels, initial=-1) + 1))
+                labels, int(getattr(datamodule, "num_classes", 0) or (np.max(np.asarray(labels), initial=-1) + 1))
             )
         except (KeyError, UsageError):  # values, or a kind of the project's own: no class to count
             counts = None

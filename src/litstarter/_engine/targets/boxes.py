@@ -35,6 +35,8 @@ class BoxTargets(TargetKind):
     how = "stratified by the classes each image's boxes hold (iterative stratification)"
     storage = "rows"
     row_width = 5
+    #: The whole image: a centre crop would cut the objects at its edges away from evaluation and ``infer``.
+    eval_crop = 1.0
 
     def __init__(self, num_classes: int = 1, on_bad_box: str = "error") -> None:
         self.num_classes, self.on_bad_box = num_classes, on_bad_box
@@ -76,8 +78,9 @@ class BoxTargets(TargetKind):
         return out[kept].astype(np.float32), None
 
     def strata(self, stored: RaggedRows) -> np.ndarray:
-        """Which classes each image's boxes hold, ``(N, K)``."""
-        out = np.zeros((len(stored), self.num_classes), dtype=np.int64)
+        """Which classes each image's boxes hold, ``(N, K)`` (``K``: the classes, or more if the rows name more)."""
+        labels = stored.concatenated()[:, 4]
+        out = np.zeros((len(stored), max(self.num_classes, int(labels.max(initial=-1)) + 1)), dtype=np.int64)
         for row, boxes in zip(out, stored[range(len(stored))], strict=True):
             row[boxes[:, 4].astype(np.int64)] = 1
         return out
@@ -121,7 +124,7 @@ class BoxTargets(TargetKind):
         return {"boxes": out}
 
     def summary_lines(self, summary: dict) -> list[str]:
-        """A line per split: boxes per image, images without one, sizes."""
+        """Two lines per split: boxes per image, images without one, sizes; boxes per class."""
         lines = []
         for split, s in summary["boxes"].items():
             per, sizes = s["per_image"], s["sizes"]
@@ -129,6 +132,7 @@ class BoxTargets(TargetKind):
                 f"boxes ({split}): {per['min']}-{per['max']} per image (mean {per['mean']}), {s['without']} image(s)"
                 f" without; small {sizes['small']}, medium {sizes['medium']}, large {sizes['large']}"
             )
+            lines.append(f"boxes per class ({split}): " + ", ".join(f"{k} {n}" for k, n in s["per_class"].items()))
         return lines
 
 

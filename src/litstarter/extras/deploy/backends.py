@@ -263,6 +263,8 @@ def _open_onnx(
     if num_threads:
         options.intra_op_num_threads = num_threads
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    # Errors only: ORT's load-time warnings are its optimiser's notes (a per-image Loop's subgraph names), not faults.
+    options.log_severity_level = 3
     with _loading(path, "onnx"):
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     embedded = session.get_modelmeta().custom_metadata_map.get(EMBEDDED_KEY)

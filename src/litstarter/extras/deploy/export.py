@@ -96,6 +96,14 @@ class ExportJob:
         writer = {"weights": write_weights, "ts": write_torchscript, "pt2": write_exported}[fmt]
         return writer(self.net, path, self.contract, self.example)
 
+    def refusals(self) -> dict[str, str]:
+        """Formats this network or task cannot have, each with why (the network's ``export_refuses``; INT8 where
+        the task's answers have no INT8 figure)."""
+        refused = dict(getattr(self.net, "export_refuses", {}))
+        if not self.answers.int8:
+            refused["int8"] = f"task {self.answers.name} has no INT8 export: its answers are not scored on INT8 here"
+        return refused
+
     def verify(self, fmt: str, path: Path) -> dict:
         """Load ``path`` back in its runtime, run the verification batches and compare with the eager model.
 
@@ -137,8 +145,9 @@ class ExportJob:
             figures["quantization"] = info["quantization"]
         return figures
 
-    def report(self, results: dict[str, dict], source: dict, out: Path) -> dict:
-        """The export report: source, eager score, what was verified on, tolerances and every artifact's figures."""
+    def report(self, results: dict[str, dict], source: dict, out: Path, skipped: dict[str, str]) -> dict:
+        """The export report: source, eager score, what was verified on, tolerances, every artifact's figures and
+        the formats left out of a default export (``skipped``: file name -> why)."""
         tolerances = self.tolerances
         return {
             "source": source,
@@ -156,6 +165,7 @@ class ExportJob:
                 "int8": {f"max_{self.answers.score_name}_drop": tolerances.int8_max_accuracy_drop},
             },
             "artifacts": results,
+            "skipped": skipped,
             "removed_stale": sorted(n for n in ARTIFACT_NAMES if n not in self.artifacts and (out / n).exists()),
             "passed": all(r["passed"] for r in results.values()),
         }
@@ -164,7 +174,7 @@ class ExportJob:
 def export_checkpoint(
     ckpt_path: str | os.PathLike,
     out: str | os.PathLike | None = None,
-    formats: Sequence[str] = tuple(FORMATS),
+    formats: Sequence[str] | None = None,
     overwrite: bool = False,
     config: str | os.PathLike | None = None,
     opset: int = 18,
@@ -180,7 +190,8 @@ def export_checkpoint(
         ckpt_path: The Lightning checkpoint; loaded with ``weights_only=True``.
         out: Output folder; ``None`` means ``<run>/export``, where the run is the folder above ``checkpoints/``
             for ``<run>/checkpoints/x.ckpt`` and otherwise the checkpoint's own folder.
-        formats: Keys of :data:`FORMATS` to produce.
+        formats: Keys of :data:`FORMATS` to produce; ``None``: every format the network and task can have (one
+            they cannot is reported under ``skipped``; named here, it is rejected).
         overwrite: Replace an export already in ``out`` (as a whole: stale artifacts are removed).
         config: The run's ``config.yaml``, whose data module provides test and calibration images;
             ``None`` means ``<run>/config.yaml`` (the run as for ``out``).
@@ -200,6 +211,8 @@ def export_checkpoint(
             ``overwrite``, or a config whose data does not match the checkpoint.
     """
     ckpt_path = Path(ckpt_path)
+    asked = formats is not None
+    formats = tuple(FORMATS) if formats is None else tuple(formats)
     if not formats or any(f not in FORMATS for f in formats):
         raise ExportError(f"--formats {list(formats)}: expected some of {list(FORMATS)}")
     if triton_max_batch_size is not None and "onnx" not in formats:
@@ -217,14 +230,21 @@ def export_checkpoint(
     staging = make_staging(out)  # built beside `out`, moved in once complete (see replace_export)
     try:
         job = ExportJob(net, contract, data, staging, opset, tolerances)
-        # In FORMATS order: onnx before int8, which quantizes the model.onnx verified before it.
-        results = {FORMATS[fmt][0]: job.export(fmt) for fmt in FORMATS if fmt in formats}
+        refused = job.refusals()
+        skipped = {} if asked else {FORMATS[f][0]: why for f, why in refused.items() if f in formats}
+        results = {}
+        for fmt in (f for f in FORMATS if f in formats):  # onnx before int8, which quantizes the verified model.onnx
+            name = FORMATS[fmt][0]
+            if fmt in refused and asked:
+                results[name] = {"passed": False, "error": refused[fmt], "failures": [f"{name}: {refused[fmt]}"]}
+            elif fmt not in refused:
+                results[name] = job.export(fmt)
         if triton_max_batch_size is not None and "model.onnx" in job.artifacts:
             write_triton_repository(
                 staging / "model.onnx", contract, staging / TRITON_DIR, "model", triton_max_batch_size
             )
         write_json(staging / SIDECAR_NAME, {**contract.to_dict(), "artifacts": job.artifacts, "source": source})
-        report = job.report(results, source, out)
+        report = job.report(results, source, out, skipped)
         write_json(staging / REPORT_NAME, report)
         replace_export(staging, out)
     finally:
@@ -248,10 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--formats",
         nargs="+",
-        default=list(FORMATS),
+        default=None,
         choices=list(FORMATS),
         help="Which artifacts: weights (weights.pt), ts (model.ts), pt2 (model.pt2), onnx (model.onnx), "
-        "int8 (model.int8.onnx). Default: all.",
+        "int8 (model.int8.onnx). Default: all that the model and task can have (a detector has no pt2 or int8).",
     )
     parser.add_argument("--overwrite", action="store_true", help="Replace an export already in --out.")
     parser.add_argument(
@@ -305,6 +325,8 @@ def _run(argv: Sequence[str] | None) -> int:
         triton_max_batch_size=args.triton_max_batch_size if args.triton else None,
     )
     print(format_report(report))
+    for name, why in report["skipped"].items():
+        print(f"skipped {name}: {why}")
     triton = f", {TRITON_DIR}/model/" if args.triton and (Path(report["out"]) / TRITON_DIR).is_dir() else ""
     print(
         f"wrote {', '.join(n for n, r in report['artifacts'].items() if r['passed'])}{triton}, {SIDECAR_NAME} and "

@@ -129,9 +129,11 @@ def groups_of(targets: np.ndarray, kind: str) -> np.ndarray:
     :mod:`litstarter._engine.targets`); ``(N, G)`` where an item is in several (label sets) or the kind is the
     project's own, which :func:`stratified_sample` then draws at random."""
     from litstarter._engine.targets import target_kind
+    from litstarter._engine.targets.rows import RaggedRows
 
+    stored = targets if isinstance(targets, RaggedRows) else np.asarray(targets)  # rows: a number per image
     try:
-        strata = target_kind(kind).strata(np.asarray(targets))
+        strata = target_kind(kind).strata(stored)
     except KeyError:
         return np.zeros((len(targets), 2))
     return strata.argmax(axis=1) if (strata.sum(axis=1) == 1).all() else strata

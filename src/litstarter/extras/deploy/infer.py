@@ -36,15 +36,13 @@ if TYPE_CHECKING:  # numpy and the backends load when files are predicted: `infe
 
 @dataclass
 class Prediction:
-    """The outcome for one input file: its CSV cells (the task's answer: ``TaskAnswers.csv_cells``) and the
-    ``(name, output)`` pairs they come from (the top-k classes; every label's; every target's), or an error."""
+    """The outcome for one input file: the task's answer (``TaskAnswers``: its outputs, or on an :attr:`on_source`
+    task the file's own pixels) and its CSV rows (``TaskAnswers.csv_rows``: one; one a box), or an error."""
 
     file: str
-    topk: list[tuple[str, float]]
     error: str = ""
-    labels: list[str] | None = None
-    cells: list[str] | None = None
-    answer_file: np.ndarray | None = None
+    answer: object = None
+    rows: list[list[str]] | None = None
 
 
 def list_inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], int, list[str]]:
@@ -148,16 +146,12 @@ def predict_files(
         outputs = iter(answers.outputs(logits)) if good else iter(())
         for path, image, error in pending:
             if image is None:
-                yield Prediction(shown(path), [], shown(error))
+                yield Prediction(shown(path), shown(error))
                 continue
-            row = next(outputs)
-            if answers.writes_files:  # the answer on the file's own pixels; the CSV holds its figures
-                row = answers.file_answer(row, path, view)
-            pairs, labels = answers.answer(row, k)
-            answer_file = row if answers.writes_files else None
-            yield Prediction(
-                shown(path), pairs, labels=labels, cells=answers.csv_cells(row, k), answer_file=answer_file
-            )
+            answer = next(outputs)
+            if answers.on_source:  # the answer on the file's own pixels (a mask, boxes)
+                answer = answers.source_answer(answer, path, view)
+            yield Prediction(shown(path), answer=answer, rows=answers.csv_rows(answer, k))
         pending.clear()
 
     for path in files:
@@ -178,9 +172,10 @@ def predict_files(
 def write_predictions(
     path: str | os.PathLike, predictions: Sequence[Prediction], columns: Sequence[str], files: dict | None = None
 ) -> Path:
-    """Write the CSV (UTF-8) atomically: ``file``, the task's ``columns`` (``TaskAnswers.csv_columns``), ``error``;
-    a failed file has empty cells and its ``error``. ``files``: ``{"column": name, "paths": [per prediction]}`` for
-    a task whose answers are files, a column of their paths before ``error``."""
+    """Write the CSV (UTF-8) atomically: ``file``, the task's ``columns`` (``TaskAnswers.csv_columns``), ``error``,
+    a row per answer row (a box each, for boxes); a failed file has empty cells and its ``error``. ``files``:
+    ``{"column": name, "paths": [per prediction]}`` for a task whose answers are files, a column of their paths
+    before ``error``."""
     column = [files["column"]] if files else []
 
     def write(tmp: Path) -> None:
@@ -188,9 +183,9 @@ def write_predictions(
             writer = csv.writer(f)
             writer.writerow(["file", *columns, *column, "error"])
             for i, pred in enumerate(predictions):
-                cells = pred.cells or [""] * len(columns)
                 written = [files["paths"][i] or ""] if files else []
-                writer.writerow([pred.file, *cells, *written, pred.error])
+                for cells in pred.rows or [[""] * len(columns)]:
+                    writer.writerow([pred.file, *cells, *written, pred.error])
 
     return atomic_write(path, write)
 
@@ -201,14 +196,14 @@ def write_answer_files(output: Path, predictions: Sequence[Prediction], answers)
     folder = output.parent / f"{output.stem}_{answers.writes_files}s"
     paths, taken = [], set()
     for pred in predictions:
-        if pred.answer_file is None:
+        if pred.answer is None:
             paths.append(None)
             continue
         stem, n = Path(pred.file).stem, 1
         while (name := f"{stem}.png" if n == 1 else f"{stem}-{n}.png") in taken:
             n += 1
         taken.add(name)
-        data = answers.file_bytes(pred.answer_file)
+        data = answers.file_bytes(pred.answer)
         atomic_write(folder / name, lambda tmp, data=data: tmp.write_bytes(data))
         paths.append(f"{folder.name}/{name}")
     return {"column": answers.writes_files, "paths": paths}
@@ -260,6 +255,10 @@ def _run(argv: Sequence[str] | None) -> int:
     answers = backend.contract.answers()
     written = write_answer_files(Path(args.output), predictions, answers) if answers.writes_files else None
     write_predictions(args.output, predictions, answers.csv_columns(topk), written)
+    if answers.results_file:  # one file of every answer (COCO's results json for boxes)
+        results = Path(args.output).with_suffix(f".{answers.results_file}")
+        answered = [(p.file, p.answer) for p in predictions if not p.error]
+        atomic_write(results, lambda tmp: tmp.write_bytes(answers.results(answered)))
     failed = [p for p in predictions if p.error]
     for pred in failed:
         print(f"litstarter infer: {pred.file}: {pred.error}", file=sys.stderr)

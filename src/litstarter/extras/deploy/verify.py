@@ -92,7 +92,7 @@ def compare(
             )
     else:
         for b in outputs:
-            if not np.allclose(outputs[b], reference[b], rtol=tol.rtol, atol=tol.atol):
+            if not answers.close(outputs[b], reference[b], tol.rtol, tol.atol):
                 excess = np.abs(outputs[b] - reference[b]) - (tol.atol + tol.rtol * np.abs(reference[b]))
                 figures["failures"].append(
                     f"{name}: max |diff| {np.abs(outputs[b] - reference[b]).max():.3g} at batch size {b} is outside "

@@ -110,10 +110,13 @@ class Routes:
         image = await decode_request_image(data, contract, s.options.max_pixels)  # (C, H, W)
         (logits,) = await s.predict(image[None])
         answers = contract.answers()  # the task's: what its outputs mean
-        output = answers.outputs(logits[None])[0]
-        if answers.writes_files:  # a mask: on the file's own pixels, as a PNG or run-length encoded
-            return file_answer(answers, output, data, contract, request.headers.get("accept", ""))
-        return JSONResponse(answers.json_answer(output, min(s.options.topk, contract.num_classes)))
+        answer = answers.outputs(logits[None])[0]
+        if answers.on_source:  # a mask, boxes: on the posted file's own pixels
+            view = {"resize_size": contract.resize_size, "image_size": contract.image_size}
+            answer = answers.source_answer(answer, data, view)
+        k, accept = min(s.options.topk, contract.num_classes), request.headers.get("accept", "")
+        body, media = answers.http_answer(answer, k, accept)
+        return JSONResponse(body) if media == "application/json" else Response(body, media_type=media)
 
     async def health(self, request: Request) -> JSONResponse:
         """``GET /health``: 200 once the workers run; 503 while starting or draining."""
@@ -200,12 +203,3 @@ def create_app(
     app = Starlette(routes=table, lifespan=lifespan, exception_handlers=unserved)
     app.state.service = service
     return app
-
-
-def file_answer(answers, output, data: bytes, contract, accept: str) -> Response:
-    """A task whose answer is a file (a segmentation's mask), mapped onto the posted file's own pixels: the PNG
-    ``infer`` would write when ``Accept`` names ``image/png``, else COCO-style run-length encodings as JSON."""
-    answer = answers.file_answer(output, data, {"resize_size": contract.resize_size, "image_size": contract.image_size})
-    if "image/png" in accept.lower():
-        return Response(answers.file_bytes(answer), media_type="image/png")
-    return JSONResponse(answers.rle_answer(answer))

@@ -109,8 +109,8 @@ class ProtocolRoutes:
         if backend is None:
             return error(503, "the model is still loading; retry later")
         c = backend.contract
-        answers = c.answers()  # the task's outputs' shapes and datatype
-        logits, outputs = [-1, *answers.logits_shape(c.image_size)], [-1, *answers.output_shape(c.image_size)]
+        answers = c.answers()  # the task's outputs' shapes and datatypes
+        logits = [-1, *answers.logits_shape(c.image_size)]
         return JSONResponse(
             {
                 "name": self.service.model_name,
@@ -122,7 +122,7 @@ class ProtocolRoutes:
                 ],
                 "outputs": [
                     {"name": c.output_name, "datatype": "FP32", "shape": logits},
-                    {"name": answers.output_name, "datatype": answers.output_dtype, "shape": outputs},
+                    *answers.output_specs(c.image_size),
                 ],
             }
         )
@@ -196,7 +196,7 @@ class ProtocolRoutes:
         """Refuse outputs the model lacks, and classifications of more classes than it has, before predicting."""
         c = self.service.backend.contract
         answers = c.answers()
-        names = [c.output_name, answers.output_name]
+        names = [c.output_name, *(spec["name"] for spec in answers.output_specs(c.image_size))]
         for out in parsed.outputs or []:
             if out.name not in names:
                 raise RequestError(400, f"output {out.name!r} is not one of this model's: {names}")
@@ -212,18 +212,15 @@ class ProtocolRoutes:
     def _outputs(self, parsed: InferRequest, logits: np.ndarray) -> list[OutputTensor]:
         """The outputs asked for (all, if none were): logits, probabilities, or their classification."""
         c = self.service.backend.contract
-        answers = c.answers()  # the task's own outputs: a softmax, a sigmoid per label, values, class maps
-        values = {
-            c.output_name: lambda: logits,
-            answers.output_name: lambda: answers.outputs(logits).astype(DTYPES[answers.output_dtype]),
-        }
+        answers = c.answers()  # the task's own: a softmax, a sigmoid per label, values, class maps, boxes
+        values = {c.output_name: (logits, "FP32"), **answers.output_tensors(logits)}
         requested = parsed.outputs
         if requested is None:
             requested = [RequestedOutput(name, parsed.binary_output) for name in values]
         tensors = []
         for out in requested:
-            data = values[out.name]()
-            datatype = "FP32" if out.name == c.output_name else answers.output_dtype
+            data, datatype = values[out.name]
+            data = data.astype(DTYPES[datatype])
             if out.classification:
                 rows = classify(data, c.class_names, out.classification)
                 tensors.append(OutputTensor(out.name, "BYTES", [len(rows), out.classification], rows, out.binary))

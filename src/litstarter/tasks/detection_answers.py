@@ -1,0 +1,197 @@
+"""Object detection's answers: scored boxes, mapped back onto each file's own pixels (NumPy only).
+
+The graph's output is ``(N, D, 6)``: per image ``D`` rows ``x1, y1, x2, y2, score, class`` in the model input's
+pixels (its eval view), best first, padded with rows of class -1. A box's corner ``x`` in the view is ``x_file =
+(x + left) / scale_x`` in the file (and so ``y``), with :func:`~.answers.view_geometry`'s figures (the cover resize
+and both centre crops); a box is clipped to the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from litstarter.tasks.answers import TaskAnswers, source_size, view_geometry
+
+#: An exported box matches eager's at this IoU or more (same class), its score within SCORE_TOLERANCE.
+MATCH_IOU, SCORE_TOLERANCE = 0.99, 1e-3
+
+
+class DetectionAnswers(TaskAnswers):
+    """Boxes: ``serve`` answers ``{"boxes": [{"label", "score", "box": [x1, y1, x2, y2]}]}``, ``infer`` a CSV row per
+    box and COCO's results json, both in each file's own pixels; v2 gives ``boxes``, ``scores``, ``labels``."""
+
+    name = "detection"
+    output_kind = "detections (N, D, 6): x1, y1, x2, y2, score, class per row, in the input's pixels; class -1 pads"
+    output_name = "boxes"
+    ranks_classes = False
+    state_keys = ("score_threshold", "nms_iou", "max_detections")
+    min_outputs = 1
+    agreement_name = "box_agreement"
+    score_name = "map"
+    metric_name = "map"
+    on_source = True
+    results_file = "coco.json"
+    int8 = False
+
+    def problem(self) -> str | None:
+        """Names, and the three thresholds."""
+        if not self.class_names:
+            return f"class_names needs at least one name for task {self.name}"
+        missing = [key for key in self.state_keys if key not in self.state]
+        return f"task {self.name} needs {', '.join(missing)}" if missing else None
+
+    @classmethod
+    def state_of(cls, data) -> dict:
+        """The thresholds, as numbers."""
+        return {key: data[key] for key in cls.state_keys if data.get(key) is not None}
+
+    def contract_fields(self) -> dict:
+        """The task, its thresholds, and how to read a box: ``box_format``, and ``box_mapping`` from the graph's
+        input to the file's pixels (``preprocessing`` holds the resize and crop sizes it names)."""
+        return {
+            **super().contract_fields(),
+            "box_format": "xyxy: x1, y1, x2, y2 in pixels, the graph's on its input, infer's and serve's on the file's",
+            "box_mapping": "for a W x H file (after its EXIF orientation) and preprocessing's resize_size [rh, rw] and"
+            " image_size [h, w]: s = max(rh / H, rw / W); nw = max(rw, round(W * s)), nh = max(rh, round(H * s));"
+            " left = (nw - rw) // 2 + (rw - w) // 2, top = (nh - rh) // 2 + (rh - h) // 2;"
+            " x_file = (x + left) * W / nw, y_file = (y + top) * H / nh, clipped to the file",
+        }
+
+    def logits_shape(self, image_size: Sequence[int]) -> list:
+        """``[max_detections, 6]``."""
+        return [int(self.state["max_detections"]), 6]
+
+    def output_specs(self, image_size: Sequence[int]) -> list[dict]:
+        """``boxes`` FP32 ``[-1, D, 4]``, ``scores`` FP32 ``[-1, D]``, ``labels`` INT64 ``[-1, D]`` (-1 pads)."""
+        d = int(self.state["max_detections"])
+        return [
+            {"name": "boxes", "datatype": "FP32", "shape": [-1, d, 4]},
+            {"name": "scores", "datatype": "FP32", "shape": [-1, d]},
+            {"name": "labels", "datatype": "INT64", "shape": [-1, d]},
+        ]
+
+    def output_tensors(self, logits: np.ndarray) -> dict[str, tuple[np.ndarray, str]]:
+        """The detections split as :meth:`output_specs` names them."""
+        return {
+            "boxes": (logits[..., :4], "FP32"),
+            "scores": (logits[..., 4], "FP32"),
+            "labels": (logits[..., 5].astype(np.int64), "INT64"),
+        }
+
+    def outputs(self, logits: np.ndarray) -> np.ndarray:
+        """The detections, float64 (padding kept: rows of class -1)."""
+        return np.asarray(logits, dtype=np.float64)
+
+    def answer(self, p: np.ndarray, k: int) -> tuple[list[tuple[str, float]], None]:
+        """Each detection's ``(class, score)``, best first."""
+        return [(self.class_names[int(r[5])], float(r[4])) for r in p if r[5] >= 0], None
+
+    def source_answer(self, p: np.ndarray, source, view: dict) -> list[dict]:
+        """The detections on the source file's own pixels: ``[{"label", "score", "box": [x1, y1, x2, y2]}]``."""
+        width, height = size = source_size(source)
+        scale_x, scale_y, left, top = view_geometry(size, view["resize_size"], view["image_size"])
+        found = []
+        for x1, y1, x2, y2, score, label in p[p[:, 5] >= 0].tolist():
+            box = [(x1 + left) / scale_x, (y1 + top) / scale_y, (x2 + left) / scale_x, (y2 + top) / scale_y]
+            box = [min(max(v, 0.0), limit) for v, limit in zip(box, (width, height, width, height), strict=True)]
+            found.append({"label": self.class_names[int(label)], "score": float(score), "box": box})
+        return found
+
+    def json_answer(self, answer, k: int) -> dict:
+        """``{"boxes": [...]}``."""
+        return {"boxes": answer}
+
+    def csv_columns(self, k: int) -> list[str]:
+        """A row per box: ``label, score, x1, y1, x2, y2`` (the file's pixels)."""
+        return ["label", "score", "x1", "y1", "x2", "y2"]
+
+    def csv_rows(self, answer: list[dict], k: int) -> list[list[str]]:
+        """A row per box; one empty row for a file without any."""
+        rows = [[b["label"], f"{b['score']:.6f}", *(f"{v:.2f}" for v in b["box"])] for b in answer]
+        return rows or [[""] * 6]
+
+    def results(self, answers: list[tuple[str, object]]) -> bytes:
+        """COCO's results json: ``[{"image_id", "file_name", "category_id", "category_name", "bbox": [x, y, w, h],
+        "score"}]``, the image id a file's place in ``infer``'s input order and the category id its class's index + 1
+        (COCO counts from 1; a COCO file's categories sorted by id are the classes, so ids 1..K match it, and other
+        ids map by ``category_name``)."""
+        rows = []
+        for image_id, (file, found) in enumerate(answers):
+            for b in found:
+                x1, y1, x2, y2 = b["box"]
+                category = self.class_names.index(b["label"]) + 1
+                bbox = [round(v, 3) for v in (x1, y1, x2 - x1, y2 - y1)]
+                row = {"image_id": image_id, "file_name": file, "category_id": category, "category_name": b["label"]}
+                row["bbox"] = bbox
+                rows.append({**row, "score": round(b["score"], 6)})
+        return json.dumps(rows).encode()
+
+    def agreement(self, outputs: np.ndarray, reference: np.ndarray) -> float:
+        """The share of eager's boxes matched by one of ``outputs`` of the same class at IoU >= 0.99, its score within
+        1e-3 (1.0 when eager found none and neither did ``outputs``)."""
+        matched = total = 0
+        for found, expected in zip(outputs, reference, strict=True):
+            found, expected = found[found[:, 5] >= 0], expected[expected[:, 5] >= 0]
+            total += max(len(expected), len(found) > 0)
+            for row in expected:
+                same = found[(found[:, 5] == row[5]) & (np.abs(found[:, 4] - row[4]) <= SCORE_TOLERANCE)]
+                matched += bool(len(same)) and bool((iou(row[:4], same[:, :4]) >= MATCH_IOU).any())
+        return matched / total if total else 1.0
+
+    def close(self, outputs: np.ndarray, reference: np.ndarray, rtol: float, atol: float) -> bool:
+        """Every eager box matched (:meth:`agreement`) and no other: boxes come in any order, not element by element."""
+        counts = (outputs[..., 5] >= 0).sum(axis=1), (reference[..., 5] >= 0).sum(axis=1)
+        return self.agreement(outputs, reference) == 1.0 and bool((counts[0] == counts[1]).all())
+
+    def scored(self, outputs: np.ndarray, targets) -> float:
+        """COCO's mAP (IoU 0.50:0.95) of the detections against each image's ``(m, 5)`` true boxes (faster-coco-eval,
+        or pycocotools)."""
+        return coco_map(outputs, targets, len(self.class_names))
+
+
+def iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """IoU of one ``x1, y1, x2, y2`` box with each of ``(m, 4)``."""
+    x1, y1 = np.maximum(box[0], boxes[:, 0]), np.maximum(box[1], boxes[:, 1])
+    x2, y2 = np.minimum(box[2], boxes[:, 2]), np.minimum(box[3], boxes[:, 3])
+    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
+    area = (box[2] - box[0]) * (box[3] - box[1]) + (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    return inter / np.maximum(area - inter, 1e-12)
+
+
+def coco_map(detections: np.ndarray, targets, num_classes: int) -> float:
+    """COCO's mAP of ``(N, D, 6)`` detections against each image's ``(m, 5)`` true boxes."""
+    try:
+        from faster_coco_eval import COCO
+        from faster_coco_eval import COCOeval_faster as COCOeval
+    except ImportError:
+        from pycocotools.coco import COCO
+        from pycocotools.cocoeval import COCOeval
+
+    images = [{"id": i} for i in range(len(detections))]
+    truth = []
+    for i, boxes in enumerate(targets):
+        for x1, y1, x2, y2, label in np.asarray(boxes).reshape(-1, 5).tolist():
+            box = {"id": len(truth) + 1, "image_id": i, "category_id": int(label) + 1, "iscrowd": 0}
+            truth.append({**box, "bbox": [x1, y1, x2 - x1, y2 - y1], "area": (x2 - x1) * (y2 - y1)})
+    found = [
+        {"image_id": i, "category_id": int(r[5]) + 1, "bbox": [r[0], r[1], r[2] - r[0], r[3] - r[1]], "score": r[4]}
+        for i, rows in enumerate(detections)
+        for r in rows.tolist()
+        if r[5] >= 0
+    ]
+    if not truth or not found:
+        return 0.0
+    gt = COCO()
+    gt.dataset = {"images": images, "annotations": truth, "categories": [{"id": c + 1} for c in range(num_classes)]}
+    gt.createIndex()
+    evaluation = COCOeval(gt, gt.loadRes(found), "bbox")
+    evaluation.evaluate()
+    evaluation.accumulate()
+    evaluation.summarize()
+    return float(evaluation.stats[0])
+
+
+ANSWERS = DetectionAnswers
