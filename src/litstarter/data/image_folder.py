@@ -66,7 +66,8 @@ class ImageFolderDataModule(ArrayDataModule):
         interpolation: The filter files are resized with (cache, ``infer``, ``serve``): ``bilinear``, ``bicubic``;
             ``null``: a ``timm/`` backbone's own (its pretrained config's; the CLI fills it in), else bilinear.
         crop_pct: The eval view's centre crop as a fraction of the stored size: images are stored at
-            ``floor(image_size / crop_pct)``; ``null``: a ``timm/`` backbone's own, else 1 / 1.14 (ImageNet's 224/256).
+            ``floor(image_size / crop_pct)``; ``null``: a ``timm/`` backbone's own, else 1 for boxes (the whole
+            image: a crop would cut objects away) and 1 / 1.14 (ImageNet's 224/256) for the rest.
         ignore_index: Masks (``root/images`` beside ``root/masks``, or ``image,mask`` rows): the index of pixels no
             class is learnt or scored on; any other index must name a class.
         mask_resize: Masks: ``refuse`` a mask whose size is not its image's (naming it), or resize it to the image

@@ -147,7 +147,7 @@ class StreamingDataModule(L.LightningDataModule):
             batch_size=self.batch_size,
             num_workers=self.num_workers,
             pin_memory=on_accelerator,
-            collate_fn=ImageBatch(self.image_size, augmentation),
+            collate_fn=ImageBatch(self.image_size, augmentation, boxes=self.target_kind == "boxes"),
             persistent_workers=self.num_workers > 0,
         )
 

@@ -19,10 +19,10 @@ from litdata import StreamingDataset
 from torch.utils.data import get_worker_info
 from torchvision.transforms import v2
 
-from litstarter._engine.images.crop import center_crop_or_resize
+from litstarter._engine.images.crop import center_crop_or_resize, crop_boxes
 from litstarter._engine.images.preprocess import load_image
 from litstarter._engine.seeds import mix_seed
-from litstarter.data.augmentation import augment, augment_with_masks
+from litstarter.data.augmentation import augment, augment_with_boxes, augment_with_masks
 
 
 class StreamingImages(StreamingDataset):
@@ -97,21 +97,25 @@ class StreamingImages(StreamingDataset):
 class ImageBatch:
     """The loader's ``collate_fn``: stack a batch, then the training view (``augmentation``, per-sample seeds) or
     the eval view (centre crop), by the same functions as the array dataset's. Returns ``(images (B, C, h, w)
-    uint8, targets)``: ``(B,)`` int64 class indices, ``(B, K)`` float32 rows, or ``(B, h, w)`` uint8 masks (which get
-    their images' geometry).
+    uint8, targets)``: ``(B,)`` int64 class indices, ``(B, K)`` float32 rows, ``(B, h, w)`` uint8 masks (which get
+    their images' geometry), or each image's boxes as ``{"boxes", "labels"}`` (which get it too).
 
     Args:
         size: Output ``(h, w)``: the data's ``image_size``.
         augmentation: Random augmentation; ``None`` for the eval view.
+        boxes: Whether each target is an image's ``(m, 5)`` box rows (the ``boxes`` kind).
     """
 
-    def __init__(self, size: tuple[int, int], augmentation: v2.Transform | None = None) -> None:
+    def __init__(self, size: tuple[int, int], augmentation: v2.Transform | None = None, boxes: bool = False) -> None:
         self.size = tuple(size)
         self.augmentation = augmentation
+        self.boxes = boxes
 
     def __call__(self, items: list[tuple[np.ndarray, int | np.ndarray, int]]) -> tuple[torch.Tensor, torch.Tensor]:
         images = torch.from_numpy(np.stack([image for image, _, _ in items]))  # (B, C, H, W) uint8
         targets = [target for _, target, _ in items]
+        if self.boxes:
+            return self._with_boxes(images, targets, [seed for _, _, seed in items])
         if isinstance(targets[0], int):
             labels = torch.tensor(targets, dtype=torch.int64)  # (B,)
         else:
@@ -123,3 +127,15 @@ class ImageBatch:
         if self.augmentation is None:
             return center_crop_or_resize(images, self.size), labels
         return augment(images, self.size, self.augmentation, [seed for _, _, seed in items]), labels
+
+    def _with_boxes(
+        self, images: torch.Tensor, targets: list[np.ndarray], seeds: list[int]
+    ) -> tuple[torch.Tensor, list]:
+        """The images and their boxes through one geometry, as the array dataset's (``ArrayImageDataset``)."""
+        rows = [torch.from_numpy(np.asarray(t, dtype=np.float32).reshape(-1, 5)) for t in targets]
+        if self.augmentation is None:
+            stored = tuple(images.shape[-2:])
+            images, rows = center_crop_or_resize(images, self.size), [crop_boxes(r, stored, self.size) for r in rows]
+        else:
+            images, rows = augment_with_boxes(images, rows, self.size, self.augmentation, seeds)
+        return images, [{"boxes": r[:, :4].contiguous(), "labels": r[:, 4].long()} for r in rows]

@@ -55,7 +55,8 @@ class CachedImageFolder:
             path must be relative to ``root`` and stay inside it.
         interpolation: The resize filter of the cache: ``bilinear`` (also for ``None``) or ``bicubic``.
         crop_pct: The eval crop's fraction of the stored size (a timm backbone's): stored at
-            ``floor(image_size / crop_pct)``; ``None``: ``image_size`` x 1.14.
+            ``floor(image_size / crop_pct)``; ``None``: the target kind's (boxes: 1, the whole image), else
+            ``image_size`` x 1.14.
         target_settings: What decoding the targets needs, for kinds that decode files (masks: ``ignore_index``,
             ``mask_resize``, ``binary``).
 
@@ -133,7 +134,7 @@ class CachedImageFolder:
         if crop_pct is not None and not 0 < crop_pct <= 1:
             raise UsageError(f"data.crop_pct must be in (0, 1] or null, got {crop_pct}")
         self.interpolation = interpolation
-        self.resize_size = resize_size_for(self.image_size, crop_pct=crop_pct)
+        self.resize_size = resize_size_for(self.image_size, crop_pct=crop_pct or self.kind.eval_crop)
 
     def _numbered_classes(self, settings: dict) -> list[str]:
         """Class names for masks without ``classes.txt``: ``background, foreground`` for binary masks, else numbered

@@ -39,6 +39,9 @@ class TargetKind:
     #: :meth:`decode`); ``rows``, decoded so too into a variable number of rows per image (a set of boxes), stored
     #: ``(M, 1 + F)`` with the image's index first (:class:`~.rows.RaggedRows`).
     storage: ClassVar[str] = "stacked"
+    #: The eval view's centre crop (a fraction of the stored size) where ``data.crop_pct`` is unset; ``None``: the
+    #: data module's (ImageNet's 224/256).
+    eval_crop: ClassVar[float | None] = None
 
     @property
     def decoded(self) -> bool:

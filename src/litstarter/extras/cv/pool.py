@@ -120,6 +120,12 @@ def read_pool(config: dict[str, Any]) -> Pool:
 
 
 def _image_folder_pool(data: ImageFolderDataModule, given: dict[str, Any]) -> Pool:
+    kind = data.folder.kind
+    if kind.decoded:  # masks and boxes: no labels CSV cell holds them
+        raise UsageError(
+            f"cv writes each fold as a labels CSV, one cell per image; {data.root} holds {kind.name} targets, which"
+            " no cell holds: not yet (fit's own val split, or --data.val_fraction, scores them)"
+        )
     cache = data.folder.load_or_build()
     pool_splits = [s for s in cache.splits if s != "test"]
 
@@ -135,7 +141,7 @@ def _image_folder_pool(data: ImageFolderDataModule, given: dict[str, Any]) -> Po
     return Pool(
         ids=column("path", pool_splits),
         targets=np.concatenate([cache.targets(s) for s in pool_splits]),  # class indices, label sets, values
-        kind=data.folder.kind,
+        kind=kind,
         class_names=list(data.class_names),
         sha256=column("sha256", pool_splits),
         phash=column("phash", pool_splits),

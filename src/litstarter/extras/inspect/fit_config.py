@@ -80,6 +80,7 @@ def image_folder_of(config: Namespace) -> CachedImageFolder:
     defaults = inspect.signature(ImageFolderDataModule).parameters
     settings = {key: init_args.get(key, defaults[key].default) for key in ("ignore_index", "mask_resize", "on_bad_box")}
     settings["binary"] = init_args.get("binary_masks", defaults["binary_masks"].default)  # masks: as fit reads them
+    settings["on_bad_box"] = "skip"  # bad boxes are listed and counted, not fatal: reporting them is the point
     kept = {k: v for k, v in init_args.items() if k in accepted}
     return CachedImageFolder(**kept, target_settings=settings)
 

@@ -160,7 +160,8 @@ def fingerprint(datamodule: ArrayDataModule, params: dict, splits: dict[str, Spl
     cache = getattr(datamodule, "cache", None)
     for split, s in splits.items():
         digest.update(f"\0{split}\0{json.dumps(s.ids)}".encode("utf-8", "surrogateescape"))
-        digest.update(np.ascontiguousarray(s.targets).tobytes())
+        stored = getattr(s.targets, "stored", s.targets)  # boxes: every image's rows in one array
+        digest.update(np.ascontiguousarray(stored).tobytes())
         if s.order is not None:
             digest.update(np.asarray(s.order, dtype=np.int64).tobytes())
         if cache is None:
