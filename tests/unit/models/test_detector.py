@@ -1,0 +1,50 @@
+"""The detection network: each of torchvision's detectors on our feature pyramid gives losses while training and
+one padded (B, D, 6) tensor otherwise; backbones read by stage (a MobileNet's found by one forward pass that moves
+no running statistic)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from litstarter.models.detector import DETECTORS, build_detector
+from litstarter.models.stages import read_stages, stage_channels
+from litstarter.models.torchvision_backbones import torchvision_backbone
+
+
+def architecture(detector: str = "fcos", backbone: str = "small_cnn") -> dict:
+    return {"detector": detector, "backbone": backbone, "in_channels": 1, "num_classes": 3, "image_size": [48, 48],
+            "max_detections": 20, "score_threshold": 0.0}  # fmt: skip
+
+
+def targets() -> list[dict[str, torch.Tensor]]:
+    return [
+        {"boxes": torch.tensor([[4.0, 4.0, 20.0, 22.0]]), "labels": torch.tensor([2])},
+        {"boxes": torch.zeros((0, 4)), "labels": torch.zeros(0, dtype=torch.int64)},  # an image without boxes
+    ]
+
+
+@pytest.mark.parametrize("detector", DETECTORS)
+def test_each_detector_trains_on_losses_and_answers_one_padded_tensor(detector: str) -> None:
+    torch.manual_seed(0)
+    net = build_detector(architecture(detector)).train()
+    images = torch.randint(0, 256, (2, 1, 48, 48)).float()
+    losses = net(images, targets())
+    assert losses and all(torch.isfinite(v) for v in losses.values())
+    sum(losses.values()).backward()
+    with torch.no_grad():
+        out = net.eval()(images)
+    assert out.shape == (2, 20, 6)
+    found = out[out[..., 5] >= 0]
+    assert ((found[:, 5] >= 0) & (found[:, 5] < 3)).all()  # our classes, the background (if any) taken off
+    assert (out[out[..., 5] < 0][:, 4] == 0).all()  # padding rows score 0
+
+
+def test_a_mobilenets_stages_are_found_without_moving_its_running_statistics() -> None:
+    backbone = torchvision_backbone("mobilenet_v3_small", in_channels=1).train()
+    before = {k: v.clone() for k, v in backbone.state_dict().items()}
+    widths = stage_channels(backbone)
+    assert all(torch.equal(before[k], v) for k, v in backbone.state_dict().items())
+    features = read_stages(backbone.eval(), torch.zeros(1, 1, 64, 64))
+    assert [f.shape[1] for f in features] == widths
+    assert [f.shape[-1] for f in features] == [64 // 2 ** (i + 1) for i in range(len(features))]
