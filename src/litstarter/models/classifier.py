@@ -40,7 +40,7 @@ class ImageNetwork(nn.Module):
         std: Per-channel standard deviation on the 0..1 scale.
     """
 
-    #: Formats ``litstarter export`` cannot write for this network, each with why, in one line.
+    #: The files this network cannot be saved as (``model.pt2``: why, in one line); none for most networks.
     export_refuses: ClassVar[dict[str, str]] = {}
     #: Whether exports trace one image and loop over a batch's images (a network whose output per image depends
     #: on the data, as a detector's NMS does); otherwise they capture the whole batch.
