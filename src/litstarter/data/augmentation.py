@@ -195,3 +195,22 @@ def augment(
             "(the model normalises them itself)"
         )
     return torch.stack([center_crop_or_resize(o, size) for o in out])
+
+
+def boxes_view(
+    images: torch.Tensor,
+    rows: Sequence[torch.Tensor],
+    size: tuple[int, int],
+    augmentation: v2.Transform | None,
+    seeds: Sequence[int] | None,
+) -> tuple[torch.Tensor, list[dict[str, torch.Tensor]]]:
+    """A batch's images and their ``(m, 5)`` box rows through one geometry: the eval view (centre crop) without
+    ``seeds``, else :func:`augment_with_boxes`; each image's boxes as ``{"boxes": (m, 4), "labels": (m,) int64}``."""
+    from litstarter._engine.images.crop import crop_boxes
+
+    if seeds is None or augmentation is None:
+        stored = tuple(images.shape[-2:])
+        images, rows = center_crop_or_resize(images, size), [crop_boxes(r, stored, size) for r in rows]
+    else:
+        images, rows = augment_with_boxes(images, rows, size, augmentation, seeds)
+    return images, [{"boxes": r[:, :4].contiguous(), "labels": r[:, 4].long()} for r in rows]

@@ -10,7 +10,7 @@ from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
 from litstarter._engine.images.crop import center_crop_or_resize, crop_boxes
-from litstarter.data.augmentation import augment, augment_with_boxes, augment_with_masks
+from litstarter.data.augmentation import augment, augment_with_masks, boxes_view
 
 Item = int | tuple[int, int]
 
@@ -92,12 +92,7 @@ class ArrayImageDataset(Dataset):
     def _with_boxes(self, images: torch.Tensor, indices: np.ndarray, seeds: list[int] | None) -> list[tuple]:
         """The batch's images and each one's boxes as ``{"boxes": (m, 4) float32, "labels": (m,) int64}``."""
         rows = [torch.from_numpy(np.asarray(r)) for r in self.targets[indices]]
-        if seeds is None:
-            stored = tuple(images.shape[-2:])
-            images, rows = center_crop_or_resize(images, self.size), [crop_boxes(r, stored, self.size) for r in rows]
-        else:
-            images, rows = augment_with_boxes(images, rows, self.size, self.augmentation, seeds)
-        targets = [{"boxes": r[:, :4].contiguous(), "labels": r[:, 4].long()} for r in rows]
+        images, targets = boxes_view(images, rows, self.size, self.augmentation, seeds)
         return list(zip(images.unbind(0), targets, strict=True))
 
     @staticmethod

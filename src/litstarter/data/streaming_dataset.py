@@ -19,10 +19,10 @@ from litdata import StreamingDataset
 from torch.utils.data import get_worker_info
 from torchvision.transforms import v2
 
-from litstarter._engine.images.crop import center_crop_or_resize, crop_boxes
+from litstarter._engine.images.crop import center_crop_or_resize
 from litstarter._engine.images.preprocess import load_image
 from litstarter._engine.seeds import mix_seed
-from litstarter.data.augmentation import augment, augment_with_boxes, augment_with_masks
+from litstarter.data.augmentation import augment, augment_with_masks, boxes_view
 
 
 class StreamingImages(StreamingDataset):
@@ -115,7 +115,8 @@ class ImageBatch:
         images = torch.from_numpy(np.stack([image for image, _, _ in items]))  # (B, C, H, W) uint8
         targets = [target for _, target, _ in items]
         if self.boxes:
-            return self._with_boxes(images, targets, [seed for _, _, seed in items])
+            rows = [torch.from_numpy(np.asarray(t, dtype=np.float32).reshape(-1, 5)) for t in targets]
+            return boxes_view(images, rows, self.size, self.augmentation, [seed for _, _, seed in items])
         if isinstance(targets[0], int):
             labels = torch.tensor(targets, dtype=torch.int64)  # (B,)
         else:
@@ -127,15 +128,3 @@ class ImageBatch:
         if self.augmentation is None:
             return center_crop_or_resize(images, self.size), labels
         return augment(images, self.size, self.augmentation, [seed for _, _, seed in items]), labels
-
-    def _with_boxes(
-        self, images: torch.Tensor, targets: list[np.ndarray], seeds: list[int]
-    ) -> tuple[torch.Tensor, list]:
-        """The images and their boxes through one geometry, as the array dataset's (``ArrayImageDataset``)."""
-        rows = [torch.from_numpy(np.asarray(t, dtype=np.float32).reshape(-1, 5)) for t in targets]
-        if self.augmentation is None:
-            stored = tuple(images.shape[-2:])
-            images, rows = center_crop_or_resize(images, self.size), [crop_boxes(r, stored, self.size) for r in rows]
-        else:
-            images, rows = augment_with_boxes(images, rows, self.size, self.augmentation, seeds)
-        return images, [{"boxes": r[:, :4].contiguous(), "labels": r[:, 4].long()} for r in rows]
