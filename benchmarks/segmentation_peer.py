@@ -3,7 +3,7 @@ optimiser, side by side in one run.
 
     python3 -m venv /work/peer/torchgeo-venv && /work/peer/torchgeo-venv/bin/pip install torchgeo==0.8.1 requests
     .venv/bin/python benchmarks/segmentation_peer.py --peer_python /work/peer/torchgeo-venv/bin/python \\
-        [--rounds 3] [--canvases 3000] [--epochs 8] [--defaults] [--smoke]
+        [--rounds 3] [--canvases 3000] [--epochs 8] [--seed 42] [--defaults] [--smoke]
 
 torchgeo lives in a venv of its own (``--peer_python``, or ``$TORCHGEO_PYTHON``), never in the project's
 dependencies; 0.8.1 imports ``requests`` without declaring it, hence the second package. Ours needs the ``smp``
@@ -24,7 +24,9 @@ once as ``{train,val,test}/{images,masks}/<i>.png`` with ``classes.txt``: both s
   torchgeo's ``NonGeoDataModule`` over the same files, normalised as ours by the train split's statistics, the
   checkpoint with the best val macro mIoU tested.
 
-Both: ``--epochs`` epochs, batch 32, the same loader workers, seed 42, ``deterministic``. Left as each side has
+Both: ``--epochs`` epochs, batch 32, the same loader workers, ``deterministic``, and the same seed within a round:
+``--seed`` in the first round, one more in each next one (both sides are deterministic, so rounds on one seed would
+repeat one score; these measure the spread over initialisations and shuffles). Left as each side has
 them: torchgeo drops the last partial train batch (65 steps an epoch at 3,000 canvases, ours 66), scores its train
 metrics every step and keeps its best checkpoint only; ours also writes ``last.ckpt`` after every epoch (two
 checkpoints of about 170 MB, the optimiser's state included) and runs its callbacks (TensorBoard, overlays).
@@ -74,14 +76,14 @@ def write_mask_folder(root: Path, canvases: int, seed: int = 42) -> None:
     (root / "classes.txt").write_text("\n".join(CLASS_NAMES) + "\n")
 
 
-def our_arguments(root: Path, work: Path, args: argparse.Namespace, matched: bool) -> list[str]:
+def our_arguments(root: Path, work: Path, args: argparse.Namespace, matched: bool, seed: int) -> list[str]:
     """``litstarter fit``'s arguments: torchgeo's settings (``matched``) or the task's own defaults."""
     configs = ["default.yaml", "data/image_folder.yaml", "task/segmentation.yaml"]
     common = [
         f"--data.root={root}", "--data.image_size=48", "--data.crop_pct=1.0", "--data.augmentation=null",
         f"--data.batch_size={args.batch_size}", f"--data.num_workers={args.workers}", f"--data.cache_dir={work}/cache",
         f"--trainer.max_epochs={args.epochs}", f"--trainer.logger.init_args.save_dir={work}/runs",
-        "--trainer.enable_progress_bar=false", "--seed_everything=42",
+        "--trainer.enable_progress_bar=false", f"--seed_everything={seed}",
     ]  # fmt: skip
     if not matched:
         return [*(f"--config={CONFIGS / c}" for c in configs), *common]
@@ -96,10 +98,10 @@ def our_arguments(root: Path, work: Path, args: argparse.Namespace, matched: boo
     return [*(f"--config={CONFIGS / c}" for c in configs), *common, *torchgeo]
 
 
-def run_ours(root: Path, args: argparse.Namespace, matched: bool) -> dict:
+def run_ours(root: Path, args: argparse.Namespace, matched: bool, seed: int) -> dict:
     """One ``litstarter fit`` in a fresh process and folder: test mIoU and wall seconds."""
     with tempfile.TemporaryDirectory() as tmp:
-        command = [sys.executable, "-m", "litstarter", "fit", *our_arguments(root, Path(tmp), args, matched)]
+        command = [sys.executable, "-m", "litstarter", "fit", *our_arguments(root, Path(tmp), args, matched, seed)]
         start = time.perf_counter()
         done = subprocess.run(command, cwd=tmp, capture_output=True, text=True)
         seconds = time.perf_counter() - start
@@ -110,11 +112,11 @@ def run_ours(root: Path, args: argparse.Namespace, matched: bool) -> dict:
     return {"miou": scores["test/miou"], "seconds": seconds}
 
 
-def run_peer(root: Path, args: argparse.Namespace) -> dict:
+def run_peer(root: Path, args: argparse.Namespace, seed: int) -> dict:
     """``segmentation_peer_torchgeo.py`` in torchgeo's venv: test macro mIoU, micro IoU and wall seconds."""
     command = [
         args.peer_python, str(PEER), str(root), f"--epochs={args.epochs}", f"--batch_size={args.batch_size}",
-        f"--workers={args.workers}", "--seed=42",
+        f"--workers={args.workers}", f"--seed={seed}",
     ]  # fmt: skip
     start = time.perf_counter()
     done = subprocess.run(command, cwd=root, capture_output=True, text=True)
@@ -128,19 +130,20 @@ def run_peer(root: Path, args: argparse.Namespace) -> dict:
 def run_rounds(root: Path, args: argparse.Namespace) -> list[dict]:
     """``--rounds`` rounds of ours and torchgeo (and ours with defaults), the order alternating by round."""
     contenders = {
-        "ours": lambda: run_ours(root, args, matched=True),
-        "torchgeo": lambda: run_peer(root, args),
+        "ours": lambda seed: run_ours(root, args, True, seed),
+        "torchgeo": lambda seed: run_peer(root, args, seed),
     }
     if args.defaults:
-        contenders["ours_defaults"] = lambda: run_ours(root, args, matched=False)
+        contenders["ours_defaults"] = lambda seed: run_ours(root, args, False, seed)
     rounds = []
     for index in range(args.rounds):
         order = list(contenders) if index % 2 == 0 else list(reversed(contenders))
         results = {}
         for name in order:
-            results[name] = contenders[name]()
+            results[name] = contenders[name](args.seed + index)
             cell = results[name]
-            print(f"round {index + 1} {name:<14} mIoU {cell['miou']:.4f} {cell['seconds']:7.1f} s", flush=True)
+            seed = f"(seed {args.seed + index})"
+            print(f"round {index + 1} {seed} {name:<14} mIoU {cell['miou']:.4f} {cell['seconds']:7.1f} s", flush=True)
         rounds.append(results)
     return rounds
 
@@ -184,6 +187,7 @@ def main() -> None:
     parser.add_argument("--canvases", type=int, default=3000, help="digit canvases generated, split 70/15/15")
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--seed", type=int, default=42, help="the first round's seed; each next round's is one more")
     parser.add_argument("--workers", type=int, default=auto_num_workers(), help="loader workers of both sides")
     parser.add_argument("--defaults", action="store_true", help="also ours with the task's own defaults")
     parser.add_argument("--smoke", action="store_true", help="a quick end-to-end check: 150 canvases, 1 epoch, 1 round")
