@@ -15,10 +15,11 @@ once as ``{train,val,test}/{images,masks}/<i>.png`` with ``classes.txt``: both s
 
 * ours: ``litstarter fit`` with ``configs/default.yaml``, ``configs/data/image_folder.yaml``,
   ``configs/task/segmentation.yaml`` and ``configs/optim/plateau.yaml``, set to torchgeo's defaults:
-  ``model.backbone smp/unet/resnet18`` (random init), cross-entropy only (``dice_weight 0``), AdamW lr 1e-3 with
+  ``model.backbone smp/unet/resnet18`` (random init), AdamW lr 1e-3 with
   weight decay 0.01 on every parameter, ``ReduceLROnPlateau`` (factor 0.1, patience 10, on the val loss), no
   gradient clipping, no augmentation, the images as they are (48 px, ``crop_pct 1``); the rest (callbacks,
-  logging, the best checkpoint by val mIoU tested after the fit) are our defaults;
+  logging, the best checkpoint by val mIoU tested after the fit) are our defaults, the loss among them:
+  cross-entropy plus the task's ``dice_weight`` x Dice (``--dice_weight 0``: cross-entropy alone, as torchgeo's);
 * torchgeo: ``benchmarks/segmentation_peer_torchgeo.py`` in its venv: ``SemanticSegmentationTask(model="unet",
   backbone="resnet18", weights=None, loss="ce", lr=1e-3)`` (its own AdamW and ``ReduceLROnPlateau(patience=10)``),
   torchgeo's ``NonGeoDataModule`` over the same files, normalised as ours by the train split's statistics, the
@@ -88,12 +89,14 @@ def our_arguments(root: Path, work: Path, args: argparse.Namespace, matched: boo
     if not matched:
         return [*(f"--config={CONFIGS / c}" for c in configs), *common]
     torchgeo = [
-        "--model.backbone=smp/unet/resnet18", "--model.weights=null", "--model.dice_weight=0",
+        "--model.backbone=smp/unet/resnet18", "--model.weights=null",
         "--model.optimizer.init_args.lr=0.001", "--model.optimizer.init_args.weight_decay=0.01",
         "--model.no_decay_norm_and_bias=false",
         "--model.lr_scheduler.init_args.factor=0.1", "--model.lr_scheduler.init_args.patience=10",
         "--model.lr_scheduler.init_args.min_lr=0", "--trainer.gradient_clip_val=null",
     ]  # fmt: skip
+    if args.dice_weight is not None:
+        torchgeo.append(f"--model.dice_weight={args.dice_weight}")
     configs.append("optim/plateau.yaml")
     return [*(f"--config={CONFIGS / c}" for c in configs), *common, *torchgeo]
 
@@ -189,6 +192,9 @@ def main() -> None:
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--seed", type=int, default=42, help="the first round's seed; each next round's is one more")
     parser.add_argument("--workers", type=int, default=auto_num_workers(), help="loader workers of both sides")
+    parser.add_argument(
+        "--dice_weight", type=float, default=None, help="ours' Dice weight (default: the task's; 0: torchgeo's loss)"
+    )
     parser.add_argument("--defaults", action="store_true", help="also ours with the task's own defaults")
     parser.add_argument("--smoke", action="store_true", help="a quick end-to-end check: 150 canvases, 1 epoch, 1 round")
     args = parser.parse_args()
