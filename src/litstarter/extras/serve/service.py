@@ -119,8 +119,6 @@ class Service:
 
     async def predict(self, images: np.ndarray) -> list[np.ndarray]:
         """Logits ``(K,)`` per image of ``(B, C, H, W)`` uint8, each image through the batcher on its own."""
-        if len(images) == 1:  # /predict's one image: awaited here, without gather's task
-            return [await self.batcher.submit(images[0])]
         return list(await asyncio.gather(*(self.batcher.submit(image) for image in images)))
 
     async def guarded(self, body: Body, work: Callable[[], Awaitable[Response]]) -> Response:
