@@ -15,10 +15,10 @@ once as ``{train,val,test}/{images,masks}/<i>.png`` with ``classes.txt``: both s
 
 * ours: ``litstarter fit`` with ``configs/default.yaml``, ``configs/data/image_folder.yaml``,
   ``configs/task/segmentation.yaml`` and ``configs/optim/plateau.yaml``, set to torchgeo's defaults:
-  ``model.backbone smp/unet/resnet18`` (random init), AdamW lr 1e-3 with
-  weight decay 0.01 on every parameter, ``ReduceLROnPlateau`` (factor 0.1, patience 10, on the val loss), no
-  gradient clipping, no augmentation, the images as they are (48 px, ``crop_pct 1``); the rest (callbacks,
-  logging, the best checkpoint by val mIoU tested after the fit) are our defaults, the loss among them:
+  ``model.backbone smp/unet/resnet18`` (random init), AdamW lr 1e-3 with weight decay 0.01 on every parameter,
+  ``ReduceLROnPlateau`` (factor 0.1, patience 10, on the val loss), no gradient clipping, no augmentation, the
+  images as they are (48 px, ``crop_pct 1``); the rest (callbacks, logging, the best checkpoint by val mIoU tested
+  after the fit) are our defaults, the loss among them:
   cross-entropy plus the task's ``dice_weight`` x Dice (``--dice_weight 0``: cross-entropy alone, as torchgeo's);
 * torchgeo: ``benchmarks/segmentation_peer_torchgeo.py`` in its venv: ``SemanticSegmentationTask(model="unet",
   backbone="resnet18", weights=None, loss="ce", lr=1e-3)`` (its own AdamW and ``ReduceLROnPlateau(patience=10)``),
@@ -142,11 +142,11 @@ def run_rounds(root: Path, args: argparse.Namespace) -> list[dict]:
     for index in range(args.rounds):
         order = list(contenders) if index % 2 == 0 else list(reversed(contenders))
         results = {}
+        seed = args.seed + index
         for name in order:
-            results[name] = contenders[name](args.seed + index)
-            cell = results[name]
-            seed = f"(seed {args.seed + index})"
-            print(f"round {index + 1} {seed} {name:<14} mIoU {cell['miou']:.4f} {cell['seconds']:7.1f} s", flush=True)
+            cell = results[name] = contenders[name](seed)
+            score = f"mIoU {cell['miou']:.4f} {cell['seconds']:7.1f} s"
+            print(f"round {index + 1} (seed {seed}) {name:<14} {score}", flush=True)
         rounds.append(results)
     return rounds
 
