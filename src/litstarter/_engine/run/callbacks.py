@@ -27,7 +27,7 @@ from ..targets import target_kind
 
 log = logging.getLogger("litstarter")
 
-#: Below this many validation images one image moves accuracy by more than 2 points.
+#: Below this many validation images each image is more than 2% of what a score is measured on.
 MIN_VAL_IMAGES = 50
 #: Below this many images of a class in validation, one image moves that class's recall by more than 20 points.
 MIN_VAL_PER_CLASS = 5
@@ -153,8 +153,8 @@ class WarnOnTinyValidation(Callback):
             return
         log.warning(
             f"the validation split has {len(labels)} images ({smallest} of its smallest class):"
-            f" too few to select a checkpoint on (one image moves accuracy by {100 / max(len(labels), 1):.0f}"
-            f" points; under {MIN_VAL_IMAGES}, or under {MIN_VAL_PER_CLASS} of a class, it is mostly luck). Raise"
+            f" too few to select a checkpoint on (each image is {100 / max(len(labels), 1):.0f}% of what it is"
+            f" scored on; under {MIN_VAL_IMAGES}, or under {MIN_VAL_PER_CLASS} of a class, it is mostly luck). Raise"
             " data.val_fraction, or add images to the validation folder"
         )
 

@@ -36,6 +36,11 @@ def test_a_small_or_thin_validation_split_gets_one_line(labels, num_classes: int
     assert said in text and "data.val_fraction" in text and text.count("\n") == 1
 
 
+def test_the_line_names_each_images_share_in_words_that_hold_for_every_task(caplog) -> None:
+    text = fit_start([0] * 8 + [1] * 8, 2, caplog)  # a segmentation split is counted the same way, per image
+    assert "each image is 6% of what it is scored on" in text and "accuracy" not in text
+
+
 def test_a_validation_split_of_fifty_with_five_a_class_says_nothing(caplog) -> None:
     assert fit_start([c for c in range(10) for _ in range(5)], 10, caplog) == ""
 
