@@ -3,7 +3,7 @@ optimiser, side by side in one run.
 
     python3 -m venv /work/peer/torchgeo-venv && /work/peer/torchgeo-venv/bin/pip install torchgeo==0.8.1 requests
     .venv/bin/python benchmarks/segmentation_peer.py --peer_python /work/peer/torchgeo-venv/bin/python \\
-        [--rounds 3] [--canvases 3000] [--epochs 8] [--seed 42] [--defaults] [--smoke]
+        [--rounds 3] [--canvases 3000] [--epochs 8] [--seed 42] [--schedule torchgeo] [--defaults] [--smoke]
 
 torchgeo lives in a venv of its own (``--peer_python``, or ``$TORCHGEO_PYTHON``), never in the project's
 dependencies; 0.8.1 imports ``requests`` without declaring it, hence the second package. Ours needs the ``smp``
@@ -20,6 +20,8 @@ once as ``{train,val,test}/{images,masks}/<i>.png`` with ``classes.txt``: both s
   images as they are (48 px, ``crop_pct 1``); the rest (callbacks, logging, the best checkpoint by val mIoU tested
   after the fit) are our defaults, the loss among them:
   cross-entropy plus the task's ``dice_weight`` x Dice (``--dice_weight 0``: cross-entropy alone, as torchgeo's);
+  ``--schedule ours`` keeps the optimiser but gives ours its own schedule and clipping (warmup + cosine, gradient
+  norm clipped at 1.0) in place of torchgeo's;
 * torchgeo: ``benchmarks/segmentation_peer_torchgeo.py`` in its venv: ``SemanticSegmentationTask(model="unet",
   backbone="resnet18", weights=None, loss="ce", lr=1e-3)`` (its own AdamW and ``ReduceLROnPlateau(patience=10)``),
   torchgeo's ``NonGeoDataModule`` over the same files, normalised as ours by the train split's statistics, the
@@ -92,12 +94,15 @@ def our_arguments(root: Path, work: Path, args: argparse.Namespace, matched: boo
         "--model.backbone=smp/unet/resnet18", "--model.weights=null",
         "--model.optimizer.init_args.lr=0.001", "--model.optimizer.init_args.weight_decay=0.01",
         "--model.no_decay_norm_and_bias=false",
-        "--model.lr_scheduler.init_args.factor=0.1", "--model.lr_scheduler.init_args.patience=10",
-        "--model.lr_scheduler.init_args.min_lr=0", "--trainer.gradient_clip_val=null",
     ]  # fmt: skip
+    if args.schedule == "torchgeo":  # its ReduceLROnPlateau, which 8 epochs never trigger, and no clipping
+        configs.append("optim/plateau.yaml")
+        torchgeo += [
+            "--model.lr_scheduler.init_args.factor=0.1", "--model.lr_scheduler.init_args.patience=10",
+            "--model.lr_scheduler.init_args.min_lr=0", "--trainer.gradient_clip_val=null",
+        ]  # fmt: skip
     if args.dice_weight is not None:
         torchgeo.append(f"--model.dice_weight={args.dice_weight}")
-    configs.append("optim/plateau.yaml")
     return [*(f"--config={CONFIGS / c}" for c in configs), *common, *torchgeo]
 
 
@@ -194,6 +199,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=auto_num_workers(), help="loader workers of both sides")
     parser.add_argument(
         "--dice_weight", type=float, default=None, help="ours' Dice weight (default: the task's; 0: torchgeo's loss)"
+    )
+    parser.add_argument(
+        "--schedule",
+        choices=("torchgeo", "ours"),
+        default="torchgeo",
+        help="ours' lr schedule and clipping: torchgeo's (ReduceLROnPlateau, none) or ours (warmup + cosine, 1.0)",
     )
     parser.add_argument("--defaults", action="store_true", help="also ours with the task's own defaults")
     parser.add_argument("--smoke", action="store_true", help="a quick end-to-end check: 150 canvases, 1 epoch, 1 round")
