@@ -169,7 +169,7 @@ def time_checkpoint(ckpt: Path, out: Path, args) -> dict:
     import torch
 
     from litstarter.extras.deploy.backends import open_model, torchscript_quietly
-    from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
+    from litstarter.extras.deploy.checkpoint import network_from_checkpoint
     from litstarter.extras.deploy.export import export_checkpoint
     from litstarter.extras.deploy.export_data import load_export_data
     from litstarter.extras.deploy.verify import format_report
@@ -178,7 +178,7 @@ def time_checkpoint(ckpt: Path, out: Path, args) -> dict:
     print(format_report(report))
     if not report["passed"]:
         raise SystemExit("export verification failed; not timing rejected artifacts")
-    net, hparams = classifier_from_checkpoint(ckpt)
+    net, hparams = network_from_checkpoint(ckpt)
     contract = open_model(out / "model.onnx").contract
     data = load_export_data(Path(report["source"]["config"]), hparams, verify_samples=100_000)
     images, labels = data.test_images, data.test_labels

@@ -18,8 +18,8 @@ def eager_predictions(ckpt: Path, images: np.ndarray) -> np.ndarray:
     """The classes a checkpoint's network predicts, in eager PyTorch, for ``(N, C, H, W)`` uint8 images."""
     import torch
 
-    from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
+    from litstarter.extras.deploy.checkpoint import network_from_checkpoint
 
-    net, _ = classifier_from_checkpoint(ckpt)
+    net, _ = network_from_checkpoint(ckpt)
     with torch.inference_mode():
         return net(torch.from_numpy(images)).argmax(1).numpy()

@@ -120,7 +120,7 @@ def test_cocoeval_on_infers_results_json_gives_the_fits_test_map(detection_run, 
 
 def test_eager_infer_serve_and_tritonclient_give_the_same_boxes(detection_run, tmp_path: Path) -> None:
     triton_http = pytest.importorskip("tritonclient.http")
-    from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
+    from litstarter.extras.deploy.checkpoint import network_from_checkpoint
     from litstarter.extras.deploy.contract import ModelContract
     from litstarter.tasks.answers import view_geometry
     from litstarter.tasks.detection_answers import iou
@@ -128,7 +128,7 @@ def test_eager_infer_serve_and_tritonclient_give_the_same_boxes(detection_run, t
     export, files = detection_run["export"], detection_run["files"]
     contract = ModelContract.from_json((export / "model.json").read_text())
     answers = contract.answers()
-    net, _ = classifier_from_checkpoint(best_checkpoint(detection_run["run"]))
+    net, _ = network_from_checkpoint(best_checkpoint(detection_run["run"]))
     batch = np.stack([contract.load_image(f) for f in files])  # (20, 1, 64, 64): the contract's reference
     with torch.no_grad():
         eager = net.eval()(torch.from_numpy(batch)).numpy()  # (20, 100, 6) in the input's pixels

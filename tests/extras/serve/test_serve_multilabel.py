@@ -21,7 +21,7 @@ ATOL = 1e-4
 
 
 def test_eager_onnx_infer_and_serve_agree_on_label_sets_and_probabilities(multilabel_runs, tmp_path: Path) -> None:
-    from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
+    from litstarter.extras.deploy.checkpoint import network_from_checkpoint
     from litstarter.extras.deploy.contract import ModelContract
     from litstarter.extras.deploy.export import main as export
     from litstarter.extras.deploy.infer import main as infer
@@ -46,7 +46,7 @@ def test_eager_onnx_infer_and_serve_agree_on_label_sets_and_probabilities(multil
     assert contract.task == "multilabel" and len(contract.thresholds) == 10
     files = sorted((multilabel_runs["root"] / "images").glob("*.png"))[:FILES]
 
-    net, _ = classifier_from_checkpoint(ckpt)
+    net, _ = network_from_checkpoint(ckpt)
     with torch.no_grad():
         eager = net(torch.from_numpy(np.stack([contract.load_image(f) for f in files]))).sigmoid().double().numpy()
     eager_labels = [

@@ -71,13 +71,13 @@ def test_every_export_agrees_with_eager_on_pixels_and_int8_on_miou(segmentation_
 
 def test_eager_infer_serve_and_tritonclient_give_the_same_masks(segmentation_run, tmp_path: Path) -> None:
     triton_http = pytest.importorskip("tritonclient.http")
-    from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
+    from litstarter.extras.deploy.checkpoint import network_from_checkpoint
     from litstarter.extras.deploy.contract import ModelContract
     from litstarter.tasks.segmentation_answers import map_back, source_size
 
     export, files = segmentation_run["export"], segmentation_run["files"]
     contract = ModelContract.from_json((export / "model.json").read_text())
-    net, _ = classifier_from_checkpoint(segmentation_run["run"] / "checkpoints" / "last.ckpt")
+    net, _ = network_from_checkpoint(segmentation_run["run"] / "checkpoints" / "last.ckpt")
     batch = np.stack([contract.load_image(f) for f in files])  # (20, 1, 48, 48): the contract's reference
     with torch.no_grad():
         eager = net(torch.from_numpy(batch)).argmax(dim=1).numpy().astype(np.uint8)  # (20, 48, 48)

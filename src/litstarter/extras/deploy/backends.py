@@ -296,10 +296,10 @@ def _torch_run(module, num_threads: int | None) -> Callable[[np.ndarray], np.nda
 def _open_checkpoint(path: Path, contract: ModelContract | None, num_threads: int | None, trust_model: bool) -> Backend:
     import torch
 
-    from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
+    from litstarter.extras.deploy.checkpoint import network_from_checkpoint
     from litstarter.models.classifier import architecture_of
 
-    net, hparams = classifier_from_checkpoint(path, trust_model=trust_model)  # a backbone of yours needs trust
+    net, hparams = network_from_checkpoint(path, trust_model=trust_model)  # a backbone of yours needs trust
     if contract is None:
         contract = ModelContract.from_hparams(hparams, *net.normalization(), architecture=architecture_of(hparams))
     return Backend(path, "checkpoint", contract, _torch_run(net.eval(), num_threads), f"torch {torch.__version__}")

@@ -10,9 +10,9 @@ from litstarter.models.build import build_network
 from litstarter.models.classifier import ImageNetwork
 
 
-def classifier_from_checkpoint(path: str | os.PathLike, trust_model: bool = False) -> tuple[ImageNetwork, dict]:
-    """Rebuild the trained network (a :class:`~litstarter.models.Classifier` or a ``Segmenter``), in eval mode, and
-    return it with the checkpoint's hyper-parameters.
+def network_from_checkpoint(path: str | os.PathLike, trust_model: bool = False) -> tuple[ImageNetwork, dict]:
+    """Rebuild the trained network (whatever the task's head: a :class:`~litstarter.models.Classifier`, a
+    ``Segmenter``, a ``Detector``), in eval mode, and return it with the checkpoint's hyper-parameters.
 
     Args:
         path: The checkpoint.

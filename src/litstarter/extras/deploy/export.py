@@ -33,7 +33,7 @@ from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.atomic_io import atomic_write, write_json
 from litstarter._engine.errors import UsageError, run_reporting
 from litstarter.extras.deploy.backends import open_model
-from litstarter.extras.deploy.checkpoint import classifier_from_checkpoint
+from litstarter.extras.deploy.checkpoint import network_from_checkpoint
 from litstarter.extras.deploy.contract import SIDECAR_NAME, ModelContract
 from litstarter.extras.deploy.export_data import ExportData, ExportError, load_export_data
 from litstarter.extras.deploy.export_folder import (
@@ -217,7 +217,7 @@ def export_checkpoint(
         raise ExportError(f"--formats {list(formats)}: expected some of {list(FORMATS)}")
     if triton_max_batch_size is not None and "onnx" not in formats:
         raise ExportError(f"--triton needs the onnx format, and --formats is {list(formats)}")
-    net, hparams = classifier_from_checkpoint(ckpt_path, trust_model=trust_model)
+    net, hparams = network_from_checkpoint(ckpt_path, trust_model=trust_model)
     out = Path(out) if out is not None else run_folder(ckpt_path) / "export"
     check_out_dir(out, overwrite)
     config_path = Path(config) if config is not None else run_folder(ckpt_path) / "config.yaml"
