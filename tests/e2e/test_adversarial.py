@@ -225,8 +225,9 @@ def test_a_class_a_checkpoint_names_is_imported_only_from_trusted_packages_the_u
 
 
 def test_config_mistakes_are_one_line_naming_the_key_or_file_with_the_nearest_option(tmp_path: Path) -> None:
-    """A wrong type, a missing or broken config file, an unknown key in a file or on the command line, and a prefix
-    of an option (argparse would take ``--trainer.max_epoch`` for ``max_epochs``): one line, never the usage."""
+    """A wrong type, a missing or broken config file, an unknown key in a file or on the command line, a prefix of
+    an option (argparse would take ``--trainer.max_epoch`` for ``max_epochs``), and a stock config without the
+    files its opening command composes it on: one line, never the usage."""
     (tmp_path / "tab.yaml").write_text("trainer:\n\tmax_epochs: 2\n")
     (tmp_path / "broken.yaml").write_text("trainer: [\n")
     (tmp_path / "unknown.yaml").write_text("trainer:\n  max_epochz: 2\n")
@@ -241,6 +242,8 @@ def test_config_mistakes_are_one_line_naming_the_key_or_file_with_the_nearest_op
         ["fit", *base, "--trainer.max_epoch", "7"],
         ["fit", *base, "--model.optimizer.init_args.lrr=0.1"],
         ["validate", *base, "--data.init_args.batch_sise=8"],
+        ["fit", "--config", str(DEFAULT_CONFIG.parent / "data/image_folder.yaml"), "--data.root", str(tmp_path)],
+        ["fit", "--config", str(DEFAULT_CONFIG.parent / "task/segmentation.yaml")],
     ]
     results = run_cases(tmp_path, [{"argv": argv} for argv in cases])
     expected = [
@@ -253,6 +256,8 @@ def test_config_mistakes_are_one_line_naming_the_key_or_file_with_the_nearest_op
         ("--trainer.max_epoch: no such option", "did you mean --trainer.max_epochs?"),
         ("model.optimizer.init_args.lrr: not an option of AdamW", "did you mean lr?"),
         ("litstarter validate: error: data.batch_sise: not an option of DigitsDataModule", "did you mean batch_size?"),
+        ("image_folder.yaml states only its changes to configs/default.yaml", "pass --config configs/default.yaml"),
+        ("required", "segmentation.yaml states only its changes to", "--config configs/data/digit_segmentation.yaml"),
     ]
     for result, named in zip(results, expected, strict=True):
         assert_refused(result, 2, *named)

@@ -60,6 +60,24 @@ def _file_with_key(files: Sequence[str], dotted: str) -> str | None:
     return None
 
 
+def _missing_base(source: str | None, files: Sequence[str]) -> str:
+    """`` (<source> states only its changes to <base>: pass --config <base> before it)`` where the command on
+    ``source``'s opening lines (every stock config opens with the one that runs it) names a config file that the
+    command line lacks; ``""`` otherwise."""
+    try:
+        head = Path(source).read_text().splitlines()[:5] if source else []
+    except (OSError, UnicodeDecodeError):
+        return ""
+    command = next((line for line in head if line.startswith("# litstarter ")), "")
+    given = [Path(name).resolve().as_posix() for name in files]
+    bases = re.findall(r"--config[= ](\S+\.ya?ml)", command)
+    missing = [b for b in bases if not any(g.endswith("/" + b.lstrip("./")) for g in given)]
+    if not missing:
+        return ""
+    before = " ".join(f"--config {b}" for b in missing)
+    return f" ({source} states only its changes to {', '.join(missing)}: pass {before} before it)"
+
+
 def _init_options(class_path: str) -> list[str]:
     """The ``__init__`` arguments of an already imported class (nothing is imported here), with those its
     ``**kwargs`` pass on to its base classes' ``__init__``."""
@@ -102,13 +120,14 @@ def sentence(message: str, known_keys: Iterable[str] = (), args: Sequence[str] =
     if not_accepted:
         key = ".".join(part for part in not_accepted.groups() if part)
         source = _file_with_key(files, key)
-        return f"{key}{f' in {source}' if source else ''}: no such option{did_you_mean(key, known)}"
+        hint = _missing_base(source, files) or did_you_mean(key, known)
+        return f"{key}{f' in {source}' if source else ''}: no such option{hint}"
     key = ".".join(re.findall(r'Parser key "([\w.]+)"', message))
     unknown = re.search(r"class_path '([\w.]+)':\s+Option '(\w+)' is not accepted", message)
     if unknown:
         class_path, option = unknown[1], unknown[2]
-        hint = did_you_mean(option, _init_options(class_path)) or f" ({helps})"
         source = _file_with_key(files, f"{key}.{option}") or _file_with_key(files, f"{key}.init_args.{option}")
+        hint = _missing_base(source, files) or did_you_mean(option, _init_options(class_path)) or f" ({helps})"
         where = f" in {source}" if source else ""
         return f"{key}.{option}{where}: not an option of {class_path.rpartition('.')[2]}{hint}"
     callable_option = re.search(
@@ -127,6 +146,6 @@ def sentence(message: str, known_keys: Iterable[str] = (), args: Sequence[str] =
     given = re.search(r"(?:Given value|Got value): (.*)$", deepest, re.M)
     names = [a or b for a, b in expected] or ([subtypes[1]] if subtypes else ["another value"])
     what = " or ".join(dict.fromkeys(_literals(n.replace("NoneType", "null").replace("typing.", "")) for n in names))
-    if not key:
-        return message.strip().splitlines()[0]
+    if not key:  # e.g. a required argument missing, as when a config's base file is left out
+        return message.strip().splitlines()[0] + next(filter(None, (_missing_base(f, files) for f in files)), "")
     return f"{key}: expected {what}" + (f", got {given[1].strip()!r}" if given else "")
