@@ -146,7 +146,8 @@ class ImageTask(L.LightningModule):
             source = getattr(datamodule, "target_source", None) or f"data ({type(datamodule).__name__})"
             raise UsageError(
                 f"{source} holds {kind} targets but the task is {cls.__name__}, which trains on"
-                f" {cls.target_kind} targets; pick the task for them, e.g. --config {config_for_kind(kind)}"
+                f" {cls.target_kind} targets; pick the task for them, e.g. --config {config_for_kind(kind)}, or give"
+                f" this task data with {cls.target_kind} targets"
             )
 
     def setup(self, stage: str) -> None:
