@@ -14,7 +14,7 @@ import torch
 from litstarter._engine import leftovers
 from litstarter._engine.images.preprocess import center_crop_array, resize_size_for
 from litstarter.data import DigitsDataModule
-from litstarter.extras.deploy import export, export_data, quantize
+from litstarter.extras.deploy import export, export_data, export_job, quantize
 from litstarter.extras.deploy.backends import open_model
 from litstarter.extras.deploy.contract import SIDECAR_NAME, ModelContract
 from tests.helpers import best_checkpoint, make_image_folder
@@ -109,7 +109,7 @@ def test_overwrite_replaces_the_whole_export(digits_export, tmp_path):
 
 
 def test_artifact_that_disagrees_is_rejected(digits_export, tmp_path, monkeypatch, capsys):
-    real_write = export.write_weights
+    real_write = export_job.write_weights
 
     def write_wrong_weights(net, path, contract, example):
         info = real_write(net, path, contract, example)
@@ -118,7 +118,7 @@ def test_artifact_that_disagrees_is_rejected(digits_export, tmp_path, monkeypatc
         torch.save(state, path)
         return info
 
-    monkeypatch.setattr(export, "write_weights", write_wrong_weights)
+    monkeypatch.setattr(export_job, "write_weights", write_wrong_weights)
     out = tmp_path / "export"
     rc = export.main(["--ckpt_path", str(digits_export.ckpt), "--out", str(out), "--formats", "weights"])
     assert rc == 1
@@ -216,7 +216,7 @@ def test_exporter_that_raises_rejects_that_artifact_and_overwrite_keeps_nothing_
     def broken_export(net, path, contract, example):
         raise RuntimeError("torch.export cannot trace this model")
 
-    monkeypatch.setattr(export, "write_exported", broken_export)
+    monkeypatch.setattr(export_job, "write_exported", broken_export)
     args = ["--ckpt_path", str(digits_export.ckpt), "--out", str(out), "--formats", "weights", "pt2", "ts"]
     assert export.main([*args, "--overwrite"]) == 1
     captured = capsys.readouterr()
@@ -243,7 +243,7 @@ def test_export_stopped_part_way_leaves_the_previous_export_as_it_was(digits_exp
     def killed(net, path, contract, example):
         raise Killed
 
-    monkeypatch.setattr(export, "write_torchscript", killed)
+    monkeypatch.setattr(export_job, "write_torchscript", killed)
     with pytest.raises(Killed):  # weights.pt was already written and verified when ts was stopped
         export.main(
             ["--ckpt_path", str(digits_export.ckpt), "--out", str(out), "--formats", "weights", "ts", "--overwrite"]
@@ -254,7 +254,7 @@ def test_export_stopped_part_way_leaves_the_previous_export_as_it_was(digits_exp
 
 def test_int8_quantizes_the_onnx_verified_in_the_same_run(digits_export, tmp_path, monkeypatch):
     onnx_exports, quantized_from = [], []
-    real_write_onnx, real_quantize = export.write_onnx, export.quantize_int8
+    real_write_onnx, real_quantize = export_job.write_onnx, export_job.quantize_int8
 
     def counting_write_onnx(net, path, *args, **kwargs):
         onnx_exports.append(path.name)
@@ -264,8 +264,8 @@ def test_int8_quantizes_the_onnx_verified_in_the_same_run(digits_export, tmp_pat
         quantized_from.append(fp32_path.read_bytes())
         return real_quantize(fp32_path, *args, **kwargs)
 
-    monkeypatch.setattr(export, "write_onnx", counting_write_onnx)
-    monkeypatch.setattr(export, "quantize_int8", recording_quantize)
+    monkeypatch.setattr(export_job, "write_onnx", counting_write_onnx)
+    monkeypatch.setattr(export_job, "quantize_int8", recording_quantize)
     out = tmp_path / "export"
     args = ["--ckpt_path", str(digits_export.ckpt), "--out", str(out), "--formats", "onnx", "int8"]
     assert export.main([*args, "--calibration_images", "64"]) == 0
