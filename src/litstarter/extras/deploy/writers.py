@@ -10,14 +10,14 @@ import torch
 
 from litstarter.extras.deploy.backends import torchscript_quietly
 from litstarter.extras.deploy.contract import EMBEDDED_KEY, ModelContract
-from litstarter.models import Classifier
+from litstarter.models.classifier import ImageNetwork
 
 
 def _batch_dim() -> dict:
     return {0: torch.export.Dim("batch", min=1)}
 
 
-def write_weights(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
+def write_weights(net: ImageNetwork, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
     """``weights.pt``: the state_dict only (loads with ``torch.load(..., weights_only=True)``)."""
     torch.save(net.state_dict(), path)
     return {"format": "state_dict", "loads_with": "torch.load(path, weights_only=True)"}
@@ -40,7 +40,7 @@ class PerImage(torch.nn.Module):
         return torch.cat([self.one(x[i : i + 1]) for i in range(x.shape[0])])
 
 
-def _traced(net: Classifier, example: torch.Tensor):
+def _traced(net: ImageNetwork, example: torch.Tensor):
     """``net`` traced on ``example`` (or, for an ``export_per_image`` network, on its first image, in a scripted
     :class:`PerImage` loop); the TorchScript method's name for the report."""
     with torchscript_quietly(), torch.no_grad(), warnings.catch_warnings():
@@ -53,7 +53,7 @@ def _traced(net: Classifier, example: torch.Tensor):
         return torch.jit.script(PerImage(one)), "trace per image"
 
 
-def write_torchscript(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
+def write_torchscript(net: ImageNetwork, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
     """``model.ts``: TorchScript by tracing (deprecated since torch 2.10; one warning per process)."""
     traced, method = _traced(net, example)
     with torchscript_quietly():
@@ -61,7 +61,7 @@ def write_torchscript(net: Classifier, path: Path, contract: ModelContract, exam
     return {"format": "torchscript", "method": method, "deprecated_since": "torch 2.10"}
 
 
-def write_exported(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
+def write_exported(net: ImageNetwork, path: Path, contract: ModelContract, example: torch.Tensor) -> dict:
     """``model.pt2``: ``torch.export`` with a dynamic batch dimension."""
     program = torch.export.export(net, (example,), dynamic_shapes=(_batch_dim(),))
     buffer = io.BytesIO()  # torch.export.save insists on a ".pt2" name; we write a temporary one
@@ -70,7 +70,7 @@ def write_exported(net: Classifier, path: Path, contract: ModelContract, example
     return {"format": "torch.export", "dynamic_batch": True}
 
 
-def write_onnx(net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor, opset: int = 18) -> dict:
+def write_onnx(net: ImageNetwork, path: Path, contract: ModelContract, example: torch.Tensor, opset: int = 18) -> dict:
     """``model.onnx``: the dynamo-based exporter, dynamic batch, input ``input`` / output ``logits``; for an
     ``export_per_image`` network, the TorchScript-based exporter on its per-image loop (an ONNX ``Loop``)."""
     if getattr(net, "export_per_image", False):
@@ -93,7 +93,7 @@ def write_onnx(net: Classifier, path: Path, contract: ModelContract, example: to
 
 
 def _write_onnx_per_image(
-    net: Classifier, path: Path, contract: ModelContract, example: torch.Tensor, opset: int
+    net: ImageNetwork, path: Path, contract: ModelContract, example: torch.Tensor, opset: int
 ) -> dict:
     """The traced per-image loop through ``torch.onnx.export(dynamo=False)``: the dynamo-based exporter cannot
     capture a data-dependent output size (NMS), the TorchScript-based one records it as operations."""
