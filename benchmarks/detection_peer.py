@@ -105,7 +105,7 @@ def network_json(data: dict) -> str:
     """Our detection network as the task builds it (its own defaults over ``small_cnn``), with the data's
     normalisation: what the peer's ``--model litstarter_fcos`` builds."""
     from litstarter.data.digit_boxes import CLASS_NAMES, SIDE
-    from litstarter.models.classifier import architecture_of
+    from litstarter.models.network import architecture_of
     from litstarter.tasks.detection import ObjectDetector
 
     task = ObjectDetector(backbone="small_cnn", num_classes=len(CLASS_NAMES), in_channels=1, image_size=(SIDE, SIDE))

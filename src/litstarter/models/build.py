@@ -1,16 +1,17 @@
-"""Any of our networks from a checkpoint's architecture: a classifier or a segmenter."""
+"""Any of our networks from a checkpoint's architecture: a classifier, a segmenter or a detector."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from litstarter.models.classifier import DECODER_KEY, ImageNetwork, build_classifier
+from litstarter.models.classifier import build_classifier
 from litstarter.models.detector import DETECTOR_KEY, build_detector
+from litstarter.models.network import DECODER_KEY, ImageNetwork
 from litstarter.models.segmenter import build_segmenter
 
 
 def build_network(architecture: Mapping, trust_model: bool = True) -> ImageNetwork:
-    """An untrained network shaped as ``architecture`` says (``litstarter.models.classifier.architecture_of``): a
+    """An untrained network shaped as ``architecture`` says (``litstarter.models.network.architecture_of``): a
     :class:`~litstarter.models.segmenter.Segmenter` where it has ``decoder_channels``, a
     :class:`~litstarter.models.detector.Detector` where it has ``detector``, else a
     :class:`~litstarter.models.classifier.Classifier`. Every task builds ``self.net`` with it, so a checkpoint

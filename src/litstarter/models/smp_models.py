@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from litstarter._engine.errors import UsageError
-from litstarter.models.classifier import ImageNetwork
+from litstarter.models.network import ImageNetwork
 
 #: The input's sides are padded up to a multiple of this (the encoders' output stride).
 STRIDE = 32

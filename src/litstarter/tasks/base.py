@@ -25,7 +25,7 @@ from litstarter._engine.schedulers import build_scheduler
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.models import check_weights, create_backbone, list_backbones
 from litstarter.models.build import build_network
-from litstarter.models.classifier import architecture_of
+from litstarter.models.network import architecture_of
 
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
 PLATEAU_MONITOR = "val/loss"

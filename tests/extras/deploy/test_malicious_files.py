@@ -8,7 +8,7 @@ import torch
 
 from litstarter.extras.deploy import export, infer
 from litstarter.extras.deploy.contract import ModelContract
-from litstarter.models.classifier import architecture_of
+from litstarter.models.network import architecture_of
 from tests.helpers import imported_markers, write_code_running_pickle, write_marker_module, write_tampered_checkpoint
 
 HPARAMS = {"image_size": (8, 8), "resize_size": (8, 8), "in_channels": 1, "num_classes": 2, "backbone": "small_cnn",

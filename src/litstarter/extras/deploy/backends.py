@@ -297,7 +297,7 @@ def _open_checkpoint(path: Path, contract: ModelContract | None, num_threads: in
     import torch
 
     from litstarter.extras.deploy.checkpoint import network_from_checkpoint
-    from litstarter.models.classifier import architecture_of
+    from litstarter.models.network import architecture_of
 
     net, hparams = network_from_checkpoint(path, trust_model=trust_model)  # a backbone of yours needs trust
     if contract is None:

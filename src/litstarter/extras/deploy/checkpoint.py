@@ -7,7 +7,7 @@ import os
 
 from litstarter._engine.checkpoints import CheckpointError, load_state_dict_checked, load_torch_file
 from litstarter.models.build import build_network
-from litstarter.models.classifier import ImageNetwork
+from litstarter.models.network import ImageNetwork
 
 
 def network_from_checkpoint(path: str | os.PathLike, trust_model: bool = False) -> tuple[ImageNetwork, dict]:

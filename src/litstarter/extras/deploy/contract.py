@@ -240,7 +240,7 @@ class ModelContract:
             mean: Per-channel mean on the 0..1 scale (the network's buffer / 255).
             std: Per-channel std on the 0..1 scale.
             resize_size: Overrides ``hparams["resize_size"]`` (e.g. the size the data module really stores).
-            architecture: What rebuilds the network (``litstarter.models.classifier.architecture_of(hparams)``);
+            architecture: What rebuilds the network (``litstarter.models.network.architecture_of(hparams)``);
                 without it ``weights.pt`` cannot be loaded from this contract.
 
         Raises:

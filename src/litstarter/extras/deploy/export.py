@@ -44,7 +44,7 @@ from litstarter.extras.deploy.export_folder import (
 from litstarter.extras.deploy.export_job import ExportJob
 from litstarter.extras.deploy.triton import write_triton_repository
 from litstarter.extras.deploy.verify import Tolerances, format_report
-from litstarter.models.classifier import architecture_of
+from litstarter.models.network import architecture_of
 
 
 def export_checkpoint(

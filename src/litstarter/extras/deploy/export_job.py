@@ -19,7 +19,7 @@ from litstarter.extras.deploy.export_folder import ARTIFACT_NAMES, FORMATS
 from litstarter.extras.deploy.quantize import quantize_int8
 from litstarter.extras.deploy.verify import ArtifactRejected, Tolerances, compare, run_batches
 from litstarter.extras.deploy.writers import write_exported, write_onnx, write_torchscript, write_weights
-from litstarter.models.classifier import ImageNetwork
+from litstarter.models.network import ImageNetwork
 
 
 @dataclass

@@ -10,7 +10,7 @@ import torch
 
 from litstarter.extras.deploy.backends import torchscript_quietly
 from litstarter.extras.deploy.contract import EMBEDDED_KEY, ModelContract
-from litstarter.models.classifier import ImageNetwork
+from litstarter.models.network import ImageNetwork
 
 
 def _batch_dim() -> dict:
