@@ -226,12 +226,14 @@ def test_a_class_a_checkpoint_names_is_imported_only_from_trusted_packages_the_u
 
 def test_config_mistakes_are_one_line_naming_the_key_or_file_with_the_nearest_option(tmp_path: Path) -> None:
     """A wrong type, a missing or broken config file, an unknown key in a file or on the command line, a prefix of
-    an option (argparse would take ``--trainer.max_epoch`` for ``max_epochs``), and a stock config without the
-    files its opening command composes it on: one line, never the usage."""
+    an option (argparse would take ``--trainer.max_epoch`` for ``max_epochs``), a stock config without the
+    files its opening command composes it on, and a required option left out: one line, never the usage."""
     (tmp_path / "tab.yaml").write_text("trainer:\n\tmax_epochs: 2\n")
     (tmp_path / "broken.yaml").write_text("trainer: [\n")
     (tmp_path / "unknown.yaml").write_text("trainer:\n  max_epochz: 2\n")
     base = ["--config", str(DEFAULT_CONFIG), *QUICK]
+    folder_config = str(DEFAULT_CONFIG.parent / "data/image_folder.yaml")  # stock configs without their bases
+    segmentation_config = str(DEFAULT_CONFIG.parent / "task/segmentation.yaml")
     cases = [
         ["fit", *base, "--trainer.max_epochs=abc"],
         ["fit", *base, "--config", "missing.yaml"],
@@ -242,8 +244,10 @@ def test_config_mistakes_are_one_line_naming_the_key_or_file_with_the_nearest_op
         ["fit", *base, "--trainer.max_epoch", "7"],
         ["fit", *base, "--model.optimizer.init_args.lrr=0.1"],
         ["validate", *base, "--data.init_args.batch_sise=8"],
-        ["fit", "--config", str(DEFAULT_CONFIG.parent / "data/image_folder.yaml"), "--data.root", str(tmp_path)],
-        ["fit", "--config", str(DEFAULT_CONFIG.parent / "task/segmentation.yaml")],
+        ["fit", "--config", folder_config, "--data.root", str(tmp_path)],
+        ["fit", "--config", segmentation_config],
+        ["fit", "--config", folder_config, "--config", segmentation_config, "--data.root", str(tmp_path)],
+        ["fit", "--config", str(DEFAULT_CONFIG), "--config", folder_config],
     ]
     results = run_cases(tmp_path, [{"argv": argv} for argv in cases])
     expected = [
@@ -258,10 +262,13 @@ def test_config_mistakes_are_one_line_naming_the_key_or_file_with_the_nearest_op
         ("litstarter validate: error: data.batch_sise: not an option of DigitsDataModule", "did you mean batch_size?"),
         ("image_folder.yaml states only its changes to configs/default.yaml", "pass --config configs/default.yaml"),
         ("required", "segmentation.yaml states only its changes to", "--config configs/data/digit_segmentation.yaml"),
+        ("states only its changes to configs/default.yaml:", "pass --config configs/default.yaml before it)"),
+        ("litstarter fit: error: --data.root: required by ImageFolderDataModule, and not given",),
     ]
     for result, named in zip(results, expected, strict=True):
         assert_refused(result, 2, *named)
         assert "usage:" not in result["stderr"], result["stderr"][-3000:]
+    assert "digit_segmentation" not in results[-2]["stderr"]  # image_folder.yaml stands in for the digits' data
 
 
 def test_a_run_name_that_climbs_a_logger_less_fit_a_bare_pickle_and_fits_failing_before_training(tmp_path: Path):

@@ -11,7 +11,7 @@ import inspect
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import yaml
 
@@ -63,7 +63,8 @@ def _file_with_key(files: Sequence[str], dotted: str) -> str | None:
 def _missing_base(source: str | None, files: Sequence[str]) -> str:
     """`` (<source> states only its changes to <base>: pass --config <base> before it)`` where the command on
     ``source``'s opening lines (every stock config opens with the one that runs it) names a config file that the
-    command line lacks; ``""`` otherwise."""
+    command line lacks, and no other file of that concern (``configs/data/image_folder.yaml`` stands in for
+    ``configs/data/digits.yaml``); ``""`` otherwise."""
     try:
         head = Path(source).read_text().splitlines()[:5] if source else []
     except (OSError, UnicodeDecodeError):
@@ -71,11 +72,21 @@ def _missing_base(source: str | None, files: Sequence[str]) -> str:
     command = next((line for line in head if line.startswith("# litstarter ")), "")
     given = [Path(name).resolve().as_posix() for name in files]
     bases = re.findall(r"--config[= ](\S+\.ya?ml)", command)
-    missing = [b for b in bases if not any(g.endswith("/" + b.lstrip("./")) for g in given)]
+    missing = [b for b in bases if not any(_stands_in(g, b) for g in given)]
     if not missing:
         return ""
     before = " ".join(f"--config {b}" for b in missing)
     return f" ({source} states only its changes to {', '.join(missing)}: pass {before} before it)"
+
+
+def _stands_in(given: str, base: str) -> bool:
+    """Whether the resolved path ``given`` is ``base`` (as its command names it), or another file of its concern
+    folder (``configs/<concern>/``)."""
+    parts = PurePosixPath(base).parts
+    folder = "/".join(p for p in parts[:-1] if p not in (".", ".."))
+    return given.endswith("/" + "/".join(p for p in parts if p not in (".", ".."))) or (
+        len(parts) > 2 and f"/{folder}/" in given
+    )
 
 
 def _init_options(class_path: str) -> list[str]:
@@ -137,6 +148,10 @@ def sentence(message: str, known_keys: Iterable[str] = (), args: Sequence[str] =
         option, class_path = callable_option[1], callable_option[2]
         hint = did_you_mean(option, _init_options(class_path)) or f" ({helps})"
         return f"{key}.init_args.{option}: not an option of {class_path.rpartition('.')[2]}{hint}"
+    required = re.search(r"class_path '([\w.]+)':\s+the following arguments are required: ([\w, ]+)", message)
+    if required:  # e.g. configs/data/image_folder.yaml without --data.root
+        options = [f"--{key}.{name.strip()}" for name in required[2].split(",")]
+        return f"{', '.join(options)}: required by {required[1].rpartition('.')[2]}, and not given"
     deepest = message[message.rfind("Parser key") :]
     plain = re.match(r'Parser key "[\w.]+": (.+)$', deepest)  # a one-line refusal, e.g. a missing --config file
     if plain:
