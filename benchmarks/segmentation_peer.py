@@ -83,24 +83,35 @@ def our_arguments(root: Path, work: Path, args: argparse.Namespace, matched: boo
     """``litstarter fit``'s arguments: torchgeo's settings (``matched``) or the task's own defaults."""
     configs = ["default.yaml", "data/image_folder.yaml", "task/segmentation.yaml"]
     common = [
-        f"--data.root={root}", "--data.image_size=48", "--data.crop_pct=1.0", "--data.augmentation=null",
-        f"--data.batch_size={args.batch_size}", f"--data.num_workers={args.workers}", f"--data.cache_dir={work}/cache",
-        f"--trainer.max_epochs={args.epochs}", f"--trainer.logger.init_args.save_dir={work}/runs",
-        "--trainer.enable_progress_bar=false", f"--seed_everything={seed}",
-    ]  # fmt: skip
+        f"--data.root={root}",
+        "--data.image_size=48",
+        "--data.crop_pct=1.0",
+        "--data.augmentation=null",
+        f"--data.batch_size={args.batch_size}",
+        f"--data.num_workers={args.workers}",
+        f"--data.cache_dir={work}/cache",
+        f"--trainer.max_epochs={args.epochs}",
+        f"--trainer.logger.init_args.save_dir={work}/runs",
+        "--trainer.enable_progress_bar=false",
+        f"--seed_everything={seed}",
+    ]
     if not matched:
         return [*(f"--config={CONFIGS / c}" for c in configs), *common]
     torchgeo = [
-        "--model.backbone=smp/unet/resnet18", "--model.weights=null",
-        "--model.optimizer.init_args.lr=0.001", "--model.optimizer.init_args.weight_decay=0.01",
+        "--model.backbone=smp/unet/resnet18",
+        "--model.weights=null",
+        "--model.optimizer.init_args.lr=0.001",
+        "--model.optimizer.init_args.weight_decay=0.01",
         "--model.no_decay_norm_and_bias=false",
-    ]  # fmt: skip
+    ]
     if args.schedule == "torchgeo":  # its ReduceLROnPlateau, which 8 epochs never trigger, and no clipping
         configs.append("optim/plateau.yaml")
         torchgeo += [
-            "--model.lr_scheduler.init_args.factor=0.1", "--model.lr_scheduler.init_args.patience=10",
-            "--model.lr_scheduler.init_args.min_lr=0", "--trainer.gradient_clip_val=null",
-        ]  # fmt: skip
+            "--model.lr_scheduler.init_args.factor=0.1",
+            "--model.lr_scheduler.init_args.patience=10",
+            "--model.lr_scheduler.init_args.min_lr=0",
+            "--trainer.gradient_clip_val=null",
+        ]
     if args.dice_weight is not None:
         torchgeo.append(f"--model.dice_weight={args.dice_weight}")
     return [*(f"--config={CONFIGS / c}" for c in configs), *common, *torchgeo]
@@ -123,9 +134,14 @@ def run_ours(root: Path, args: argparse.Namespace, matched: bool, seed: int) -> 
 def run_peer(root: Path, args: argparse.Namespace, seed: int) -> dict:
     """``segmentation_peer_torchgeo.py`` in torchgeo's venv: test macro mIoU, micro IoU and wall seconds."""
     command = [
-        args.peer_python, str(PEER), str(root), f"--epochs={args.epochs}", f"--batch_size={args.batch_size}",
-        f"--workers={args.workers}", f"--seed={seed}",
-    ]  # fmt: skip
+        args.peer_python,
+        str(PEER),
+        str(root),
+        f"--epochs={args.epochs}",
+        f"--batch_size={args.batch_size}",
+        f"--workers={args.workers}",
+        f"--seed={seed}",
+    ]
     start = time.perf_counter()
     done = subprocess.run(command, cwd=root, capture_output=True, text=True)
     seconds = time.perf_counter() - start
