@@ -13,6 +13,7 @@ from torchvision.transforms import v2
 from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.cache import ImageCache
 from litstarter._engine.images.folder import CachedImageFolder
+from litstarter._engine.images.label_values import first_non_flag
 from litstarter.data.augmentation import FastAugmentation, describe
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
@@ -161,6 +162,13 @@ class ImageFolderDataModule(ArrayDataModule):
         self.ignore_index = ignore_index  # a mask task's loss and metrics skip these pixels
         self._mean, self._std = mean, std
         self.cache: ImageCache | None = None
+
+    def targets_mismatch(self, wanted: str) -> str | None:
+        """Why the data's targets are not the ``wanted`` kind (a task's), when one cell of the labels file decides
+        it: a stray number in a 0/1 label column, named with its line and column; ``None`` otherwise."""
+        if wanted == "label_set" and self.target_kind == "value":
+            return first_non_flag(self.folder.layout.labels, self.folder.layout.rows, self.class_names)
+        return None
 
     def load_cache(self) -> ImageCache:
         """Reuse or build the cache (once per module: test-after-fit asks again), and print what was found."""

@@ -143,6 +143,10 @@ class ImageTask(L.LightningModule):
         """Refuse, in one line, data whose targets are another task's (its ``target_kind``, ``class`` if unset)."""
         kind = getattr(datamodule, "target_kind", "class")
         if kind != cls.target_kind:
+            mismatch = getattr(datamodule, "targets_mismatch", None)  # a cell of the data that decided its kind
+            cause = mismatch(cls.target_kind) if callable(mismatch) else None
+            if cause:
+                raise UsageError(f"{cause} (the task is {cls.__name__}, which trains on {cls.target_kind} targets)")
             source = getattr(datamodule, "target_source", None) or f"data ({type(datamodule).__name__})"
             raise UsageError(
                 f"{source} holds {kind} targets but the task is {cls.__name__}, which trains on"
