@@ -5,7 +5,8 @@
 Everything that is not a cv option is handed to every fold's fit. The study lives in
 ``<save_dir>/<name>/cv-<k>/``: ``folds/fold_<i>.csv`` (each fold's split), ``fold_<i>/`` (an ordinary run),
 ``cv_metrics.json``, ``oof_predictions.csv`` and, with ``--refit``, ``refit/``. Running the same command again
-skips the finished folds and continues a stopped one; a study folder made by another config is refused.
+skips the finished folds and continues a stopped one; another study of the same name and k (other data, config or
+seed) goes to ``cv-<k>-v1``, ``cv-<k>-v2``, ... (:mod:`.study`), never into the first one's folder.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from litstarter.extras.cv.fold_run import PREDICTIONS, evaluate, finished, fit, 
 from litstarter.extras.cv.folds import assign_folds, copy_groups
 from litstarter.extras.cv.pool import Pool, read_pool
 from litstarter.extras.cv.report import METRICS_FILE, OOF_FILE, chosen_epochs, table, write_metrics, write_oof
+from litstarter.extras.cv.study import claim_study, study_base
 from litstarter.tasks.answers import answers_class
 
 REFUSED = ("--ckpt_path", "--print_config")  # each fold resumes itself; a study is not a print
-STUDY_FILE = "study.json"
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -69,29 +70,6 @@ def resolved_config(fit_args: list[str]) -> dict[str, Any]:
             lines = [line.strip() for line in err.getvalue().splitlines() if line.strip()]
             raise UsageError(f"fit config: {lines[-1] if lines else 'rejected by fit'}") from None
     return yaml.safe_load(out.getvalue()) or {}
-
-
-def study_folder(config: dict[str, Any], folds: int) -> Path:
-    """``<save_dir>/<name>/cv-<k>``, from the first logger of the resolved config."""
-    logger = (config.get("trainer") or {}).get("logger")
-    first = (logger[0] if isinstance(logger, list) and logger else logger) or {}
-    args = first.get("init_args") if isinstance(first, dict) else None
-    if not args or not args.get("save_dir"):
-        raise UsageError("cv needs trainer.logger to be a TensorBoardLogger or CSVLogger with a save_dir")
-    return Path(args["save_dir"]) / (args.get("name") or "") / f"cv-{folds}"
-
-
-def claim_study(study_dir: Path, study: dict) -> None:
-    """Record the study (config, folds, seed, data digest), or check that the folder holds this same study."""
-    path = study_dir / STUDY_FILE
-    if path.is_file():
-        if json.loads(path.read_text()) != study:
-            raise UsageError(
-                f"{study_dir} holds a study of another config, seed or data ({path}); remove the folder to start"
-                " again, or set another trainer.logger.init_args.name"
-            )
-        return
-    write_json(path, study)
 
 
 def refit_callbacks(config: dict[str, Any]) -> list:
@@ -153,7 +131,7 @@ def main(argv: list[str]) -> int:
     config = resolved_config(fit_args)
     seed = args.seed if args.seed is not None else config.get("seed_everything")
     seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
-    study_dir = study_folder(config, args.folds)
+    base = study_base(config, args.folds)  # checked before the data is read
     pool = read_pool(config)
     groups = copy_groups(pool.sha256, pool.phash)
     strata, strata_names = fold_strata(pool)
@@ -165,7 +143,8 @@ def main(argv: list[str]) -> int:
         file=sys.stderr,
     )
     study = {"folds": args.folds, "seed": seed, "data": pool.digest(), "config": config}
-    claim_study(study_dir, study)
+    study_dir = claim_study(base, study)
+    print(f"litstarter cv: study folder {study_dir}", file=sys.stderr)
     tags = {"cv_study": str(study_dir)}
     records = []
     for fold in range(args.folds):
