@@ -73,8 +73,10 @@ class ImageFolderDataModule(ArrayDataModule):
             class is learnt or scored on; any other index must name a class.
         mask_resize: Masks: ``refuse`` a mask whose size is not its image's (naming it), or resize it to the image
             by ``nearest`` neighbour.
-        binary_masks: Masks: foreground wherever the mask is not 0 (0/1 and 0/255 PNGs alike), classes
-            ``background`` and ``foreground``, no pixel ignored.
+        binary_masks: Masks: ``true`` reads foreground wherever the mask is not 0 (0/1 and 0/255 PNGs alike),
+            classes ``background`` and ``foreground``, no pixel ignored; ``null`` (unset) does so for masks holding
+            only 0 and 255 (or 0 and 1) when no ``classes.txt`` or ``palette.json`` names the classes, and one line
+            says so; ``false`` reads every mask as class indices (255: ``ignore_index``).
         on_bad_box: Boxes (COCO json, YOLO's ``data.yaml``, a ``path,x1,y1,x2,y2,label`` CSV): a box outside its
             image, of zero area or with an unknown class, an annotation of a missing image, a YOLO line without five
             fields: ``error`` stops, naming the file and the box; ``skip`` leaves them out and counts them.
@@ -105,7 +107,7 @@ class ImageFolderDataModule(ArrayDataModule):
         crop_pct: float | None = None,
         ignore_index: int = 255,
         mask_resize: Literal["refuse", "nearest"] = "refuse",
-        binary_masks: bool = False,
+        binary_masks: bool | None = None,
         on_bad_box: Literal["error", "skip"] = "error",
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)

@@ -22,6 +22,8 @@ from .channels import channels_for, read_headers
 from .classes import select_classes
 from .layout import detect_layout, list_sources
 from .leakage import warn_leakage
+from .mask_classes import mask_classes
+from .mask_folders import mask_files
 from .preprocess import RESAMPLING, as_size, resize_size_for
 from .sizes import auto_side
 from .splits import Listing, SourceFile
@@ -113,12 +115,10 @@ class CachedImageFolder:
         # Needed at once: the CLI links class_names and channels into the model at instantiation.
         self.layout = detect_layout(self.root, labels, labels_absolute_paths)
         self.target_kind = self.layout.target_kind
-        self.all_class_names = self.layout.class_names
+        self.all_class_names, settings = self.layout.class_names, dict(target_settings or {})
         if not self.all_class_names and target_kind(self.target_kind).storage == "pixels":  # masks, no classes.txt
-            self.all_class_names = self._numbered_classes(target_settings or {})
-        self.kind: TargetKind = target_kind(self.target_kind).configured(
-            self.root, self.all_class_names, target_settings or {}
-        )
+            self.all_class_names, settings = mask_classes(self.root, self._mask_paths, settings)
+        self.kind: TargetKind = target_kind(self.target_kind).configured(self.root, self.all_class_names, settings)
         if classes is not None and not self.kind.single_class:
             raise UsageError(
                 f"data.classes selects classes of one-label data; data.labels '{labels}' holds {self.target_kind}"
@@ -136,28 +136,11 @@ class CachedImageFolder:
         self.interpolation = interpolation
         self.resize_size = resize_size_for(self.image_size, crop_pct=crop_pct or self.kind.eval_crop)
 
-    def _numbered_classes(self, settings: dict) -> list[str]:
-        """Class names for masks without ``classes.txt``: ``background, foreground`` for binary masks, else numbered
-        up to the largest index the masks hold (every mask read once; one line says so)."""
-        from .mask_files import MaskOptions, numbered_classes
-        from .mask_folders import mask_files
-
-        if settings.get("binary"):
-            names = ["background", "foreground"]
-        else:
-            if self.layout.labels is not None:
-                paths = [self.root / row.mask for row in self.layout.rows]
-            else:
-                paths = mask_files(self.root, self.layout.split_dirs)
-            names = numbered_classes(paths, MaskOptions(ignore_index=int(settings.get("ignore_index", 255))))
-        log.info(
-            "data: no classes.txt (or classes.json) in '%s': %d classes named %s; name them there, one per line in"
-            " index order",
-            self.root,
-            len(names),
-            ", ".join(names),
-        )
-        return names
+    def _mask_paths(self) -> list[Path]:
+        """Every mask file of a mask layout (folders, or an ``image,mask`` labels file's rows)."""
+        if self.layout.labels is not None:
+            return [self.root / row.mask for row in self.layout.rows]
+        return mask_files(self.root, self.layout.split_dirs)
 
     @property
     def class_to_idx(self) -> dict[str, int]:
@@ -227,9 +210,24 @@ class CachedImageFolder:
             warnings.warn(f"data.root '{self.root}': {listing.notes}", stacklevel=2)
         cache = self.load_or_build(listing)
         warn_skipped(self.root, cache.folder, cache.skipped)
+        self.warn_empty(cache)
         warn_leakage(cache)
         counts = {split: int(cache.manifest["splits"][split]["shape"][0]) for split in cache.splits}
         return cache, listing.summary(counts)
+
+    def warn_empty(self, cache: ImageCache) -> None:
+        """One warning line naming the classes the train split holds none of (a mask class without a pixel): the fit
+        cannot learn them, and their scores say nothing."""
+        missing = self.kind.empty(cache.targets("train"), self.class_names) if self.kind.decoded else []
+        if missing:
+            plural = "classes" if self.kind.noun == "class" else f"{self.kind.noun}s"
+            unit = {"pixels": "pixel", "rows": "box"}.get(self.kind.storage, "image")
+            hint = "; check classes.txt, data.ignore_index and data.binary_masks" if unit == "pixel" else ""
+            warnings.warn(
+                f"data.root '{self.root}': {plural} {missing} have no {unit} in the train split: the fit cannot learn"
+                f" them and their scores are empty{hint}",
+                stacklevel=3,
+            )
 
     def load_or_build(self, listing: Listing | None = None, on_bad_file: str | None = None) -> ImageCache:
         """Reuse the cache if it matches the files as listed, else build it (with a progress bar).

@@ -6,7 +6,10 @@
 * **Colours**: an ``RGB``/``RGBA`` mask needs a palette, ``palette.json`` beside the class names (``{"road":
   [128, 64, 128], ...}``, or a list of ``[r, g, b]`` in class order): each colour is a class, any other is refused.
 * **Class names**: ``classes.txt`` (one per line, in index order) or ``classes.json`` (a list) in ``data.root``;
-  without either, the classes are numbered from the largest index the masks hold, and one line says so.
+  without either, the keys of a ``palette.json`` dict, or (:mod:`.mask_classes`) binary classes for masks of
+  0 and 255 (or 0 and 1) only, else classes numbered from the largest index the masks hold; one line says which.
+* **Lossless files only**: a JPEG (or lossy WebP, or a JPEG-compressed TIFF) changes pixel values along every edge
+  it compresses, so a class index would change: such a mask is refused, named (:mod:`.mask_formats`).
 * **Geometry**: a mask gets its image's EXIF orientation, then the cover resize (nearest neighbour: an index is
   never blended) and the centre crop of :func:`.preprocess.resize_center_crop`. It must have its image's size
   (before orientation); ``mask_resize: nearest`` resizes one that has not.
@@ -23,6 +26,7 @@ from PIL import Image
 
 from ..errors import BadInputError
 from .listing import shown
+from .mask_formats import LOSSY_WHY, lossy_format
 
 #: EXIF orientation -> the transpose that shows the image upright (as ``ImageOps.exif_transpose``).
 ORIENTATION = {
@@ -100,13 +104,9 @@ def read_palette(root: Path, names: list[str]) -> tuple[tuple[tuple[int, int, in
         BadInputError: a colour that is not three 0..255 ints, a class it names that ``names`` lacks, or two classes
             of one colour.
     """
-    path = root / PALETTE_FILE
-    if not path.is_file():
+    path, given = root / PALETTE_FILE, _palette_json(root)
+    if given is None:
         return ()
-    try:
-        given = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise BadInputError(f"'{path}' is not readable JSON: {err}") from None
     pairs = list(given.items()) if isinstance(given, dict) else list(zip(names, given or [], strict=False))
     out = []
     for name, colour in pairs:
@@ -122,6 +122,39 @@ def read_palette(root: Path, names: list[str]) -> tuple[tuple[tuple[int, int, in
     return tuple(out)
 
 
+def palette_class_names(root: Path) -> list[str] | None:
+    """The class names ``root/palette.json`` gives, for data without ``classes.txt``: a dict's keys in order, a
+    list's positions (``0``, ``1``, ...); ``None`` without a palette (or an empty one).
+
+    Raises:
+        BadInputError: the file is not readable JSON, or neither a dict nor a list.
+    """
+    given = _palette_json(root)
+    if not given:
+        return None
+    return [str(name) for name in given] if isinstance(given, dict) else [str(i) for i in range(len(given))]
+
+
+def _palette_json(root: Path) -> dict | list | None:
+    """``root/palette.json`` as read (``None`` without one).
+
+    Raises:
+        BadInputError: it is not readable JSON, or neither a dict nor a list.
+    """
+    path = root / PALETTE_FILE
+    if not path.is_file():
+        return None
+    try:
+        given = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise BadInputError(f"'{path}' is not readable JSON: {err}") from None
+    if not isinstance(given, (dict, list)):
+        raise BadInputError(
+            f"'{path}' holds a JSON {type(given).__name__}; expected {{class: [r, g, b], ...}} or a list of [r, g, b]"
+        )
+    return given
+
+
 def _byte(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 255
 
@@ -130,9 +163,14 @@ def mask_indices(path: Path, options: MaskOptions) -> np.ndarray:
     """The ``(H, W)`` uint8 class indices of a mask file as stored (no orientation, no resize).
 
     Raises:
-        ValueError: a mode that holds no indices and no palette to map its colours, or a colour the palette lacks.
+        ValueError: a lossy file (a JPEG, whatever its name), a mode that holds no indices and no palette to map its
+            colours, or a colour the palette lacks.
     """
     with Image.open(path) as mask:
+        found = "JPEG" if mask.format in ("JPEG", "MPO") else None  # whatever the file's name
+        found = lossy_format(path) if mask.format in ("WEBP", "TIFF") else found
+        if found:
+            raise ValueError(f"a {found}: {LOSSY_WHY}")
         mask.load()
         if options.binary:  # any non-zero value (or colour) is the foreground
             return (np.asarray(mask).reshape(mask.size[1], mask.size[0], -1) != 0).any(axis=-1).astype(np.uint8)
@@ -222,15 +260,13 @@ def classes_present(targets: list, root: Path, options: MaskOptions) -> np.ndarr
     return out
 
 
-def numbered_classes(paths: list[Path], options: MaskOptions) -> list[str]:
-    """Class names ``0..n`` up to the largest index the masks at ``paths`` hold (ignored pixels aside): for data
-    without ``classes.txt``. Unreadable masks are skipped (the cache build names them)."""
-    largest = 0
+def values_held(paths: list[Path]) -> set[int]:
+    """Every index the index masks at ``paths`` hold, together (to name the classes of data without
+    ``classes.txt``). Unreadable masks, and colour ones, are skipped: the cache build names them."""
+    held: set[int] = set()
     for path in paths:
         try:
-            values = np.unique(mask_indices(path, options))
+            held.update(np.unique(mask_indices(path, MaskOptions())).tolist())
         except Exception:  # noqa: BLE001 - reported when the cache decodes it
             continue
-        values = values[values != options.ignore_index]
-        largest = max(largest, int(values.max()) if len(values) else 0)
-    return [str(i) for i in range(max(largest + 1, 2))]
+    return held

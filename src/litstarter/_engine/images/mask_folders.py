@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import BadInputError
 from .listing import Found, Walker, shown
+from .mask_formats import refuse_lossy
 from .preprocess import is_image_file
 from .splits import SPLIT_NAMES, SourceFile, source_file
 
@@ -64,6 +65,7 @@ def list_pairs(root: Path, folder: Path, walker: Walker) -> list[SourceFile]:
     images_dir, masks_dir = _pair_dir(folder, IMAGES), _pair_dir(folder, MASKS)
     images = _by_stem(images_dir, walker.files(images_dir, keep=is_image_file))
     masks = _by_stem(masks_dir, walker.files(masks_dir, keep=is_image_file))
+    refuse_lossy([masks[stem].path for stem in sorted(masks)], root)
     lonely = sorted(set(images) - set(masks))
     if lonely:
         raise _unpaired("image(s)", [images[stem] for stem in lonely], root, "mask")
@@ -82,7 +84,12 @@ def list_mask_folders(root: Path, split_dirs: dict[str, str], walker: Walker) ->
 
 def mask_target(root: Path, mask: Found) -> list:
     """A listed mask as its image's target: ``[path under root, size, mtime_ns, ctime_ns, inode]`` (the facts that
-    show a mask edited since the cache was built)."""
+    show a mask edited since the cache was built).
+
+    Raises:
+        BadInputError: the mask is stored in a lossy format (a JPEG: :func:`.mask_formats.refuse_lossy`).
+    """
+    refuse_lossy([mask.path], root)
     relative = os.path.relpath(mask.path, root).replace(os.sep, "/")
     return [relative, mask.size, mask.mtime_ns, mask.ctime_ns, mask.inode]
 

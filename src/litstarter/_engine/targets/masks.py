@@ -40,13 +40,24 @@ class MaskTargets(TargetKind):
 
     def configured(self, root, names: list[str], settings: dict) -> MaskTargets:
         """For ``root``: ``settings`` ``ignore_index``, ``mask_resize``, ``binary``; the palette from
-        ``root/palette.json``."""
+        ``root/palette.json``.
+
+        Raises:
+            UsageError: ``ignore_index`` is a class's index (its pixels would be neither learnt nor scored).
+        """
+        ignore_index = int(settings.get("ignore_index", 255))
+        if 0 <= ignore_index < len(names):
+            raise UsageError(
+                f"data.ignore_index is {ignore_index}, the index of class {names[ignore_index]!r} (the classes are"
+                f" 0-{len(names) - 1}: {', '.join(names)}): its pixels would be neither learnt nor scored; give"
+                f" data.ignore_index an index no class has ({len(names)}-255; 255 by default)"
+            )
         options = MaskOptions(
             num_classes=len(names),
-            ignore_index=int(settings.get("ignore_index", 255)),
+            ignore_index=ignore_index,
             palette=read_palette(Path(root), names),
             mask_resize=str(settings.get("mask_resize", "refuse")),
-            binary=bool(settings.get("binary", False)),
+            binary=bool(settings.get("binary")),
         )
         return MaskTargets(Path(root), options)
 
@@ -102,6 +113,17 @@ class MaskTargets(TargetKind):
             and isinstance(target[0], str)
             and all(isinstance(v, int) and not isinstance(v, bool) for v in target[1:])
         )
+
+    def empty(self, stored: np.ndarray, names: Sequence[str]) -> list[str]:
+        """The classes no pixel of ``stored`` (the train split's masks) is: read a block of masks at a time, until
+        every class has been seen."""
+        k, seen = len(names), np.zeros(len(names), dtype=bool)
+        for start in range(0, len(stored), 256):
+            block = np.asarray(stored[start : start + 256]).ravel()
+            seen |= np.bincount(block[block < k], minlength=k)[:k] > 0
+            if seen.all():
+                return []
+        return [name for name, held in zip(names, seen, strict=True) if not held]
 
     def class_counts(self, stored: np.ndarray, k: int) -> np.ndarray:
         """Pixels of each class (ignored pixels aside): the inverse-frequency weights of a per-pixel loss."""
