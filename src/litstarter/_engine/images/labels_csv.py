@@ -2,7 +2,8 @@
 
 * ``path`` is relative to ``data.root`` (so is the CSV's own path) and must stay inside it once normalised
   (``a/../b.png`` is ``b.png``; ``../x.png``, ``/etc/passwd`` and a name with a NUL byte are refused, every such
-  row named, before any file is opened). A link inside ``data.root`` may lead elsewhere, as folder links do.
+  row named, before any file is opened: :func:`.confine.confine`, every reader's). A link inside ``data.root`` may
+  lead elsewhere, as folder links do.
   Absolute paths are allowed only when asked for (``allow_absolute``: a CSV listing files across disks).
 * ``label`` is a class name (``3`` is a name like any other); ``split`` takes the split folder names and aliases
   (``train``, ``val``/``valid``/..., ``test``/``testing``), in any case. Without a ``split`` column the splits
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInputError, UsageError
+from .confine import confine
 from .label_sets import NOT_LABELS, check_vocabulary, column_labels, csv_form, split_cell
 from .label_values import holds_values, row_values
 from .listing import Found, Walker, shown
@@ -146,30 +148,11 @@ def _more(items: list, shown_count: int = NAMED_ROWS) -> str:
     return f" and {len(items) - shown_count} more" if len(items) > shown_count else ""
 
 
-def outside_root(path: str, allow_absolute: bool = False) -> str | None:
-    """Why a normalised CSV ``path`` may not be opened (``absolute``, ``leaves data.root``, ``NUL byte``), or
-    ``None``. Only the spelling counts: a link inside the root may lead elsewhere, as folder links do."""
-    if "\0" in path:
-        return "NUL byte"
-    if posixpath.isabs(path):
-        return None if allow_absolute else "absolute"
-    return "leaves data.root" if path == ".." or path.startswith("../") else None
-
-
 def _check_inside(csv_path: Path, root: Path, rows: list[LabelRow], allow_absolute: bool) -> None:
-    """Refuse, all together, the rows whose path leaves the root; before any file is opened."""
-    bad = [(row, why) for row in rows if (why := outside_root(row.path, allow_absolute))]
-    bad += [(row, why) for row in rows if row.mask is not None and (why := outside_root(row.mask, allow_absolute))]
-    if not bad:
-        return
-    listed = ", ".join(f"line {row.line} '{shown(row.written or row.path)}' ({why})" for row, why in bad[:NAMED_ROWS])
-    listed += _more(bad)
-    absolute = "allowed" if allow_absolute else f"only with {ABSOLUTE_OPTION}: true"
-    raise BadInputError(
-        f"data.labels '{csv_path}': {len(bad)} row(s) name a file outside data.root '{root}': {listed}. A path must"
-        f" be relative to data.root and stay inside it once normalised (absolute paths: {absolute}; a link inside"
-        " data.root may lead elsewhere); no listed file was opened"
-    )
+    """Refuse, all together, the rows whose path (or mask) leaves the root; before any file is opened."""
+    entries = [(f"line {row.line}", row.written or row.path) for row in rows]
+    entries += [(f"line {row.line} mask", row.mask) for row in rows if row.mask is not None]
+    confine(f"data.labels '{csv_path}'", root, entries, allow_absolute=allow_absolute, absolute_option=ABSOLUTE_OPTION)
 
 
 def _check_duplicates(csv_path: Path, rows: list[LabelRow]) -> None:
