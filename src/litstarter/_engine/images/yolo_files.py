@@ -1,0 +1,143 @@
+"""A YOLO dataset (Ultralytics, Roboflow): ``data.yaml``'s ``names`` and splits, a ``.txt`` of boxes per image.
+
+* ``path`` (optional) is the dataset's folder, relative to ``data.root`` (``data.yaml``'s folder); ``train``,
+  ``val`` and ``test`` are relative to it, each a folder of images, a list file (``train.txt``: one image path per
+  line, relative to ``path``; ``./images/a.jpg`` as Ultralytics writes it) or a list of either. Every one of them,
+  and every line of a list file, goes through :func:`.confine.confine` before anything is opened: an absolute
+  value or one that climbs out of ``data.root`` is refused naming ``data.yaml`` and the key (or the list file and
+  its line). A folder link inside ``data.root`` may lead elsewhere, as everywhere.
+* Each image's boxes are in ``labels/`` beside ``images/`` (the last ``images`` folder of its path), a ``.txt`` of
+  ``cls cx cy w h`` lines normalised to the image's size; no file: no boxes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import BadInputError, UsageError
+from .box_files import Annotated, checked, shown_size
+from .confine import confine
+from .listing import Walker, shown
+from .preprocess import is_image_file
+
+YOLO_CONFIG = "data.yaml"
+#: The keys of ``data.yaml`` that name a split's images.
+SPLIT_KEYS = ("train", "val", "test")
+#: Why a value that climbs out may have been written so (Roboflow's export), in the refusal.
+ROBOFLOW_HINT = (
+    " (Roboflow's export writes ../train/images for the folder train/images beside data.yaml: write it relative"
+    " to data.yaml's folder)"
+)
+
+
+def read_yolo(root: Path) -> Annotated:
+    """The YOLO dataset of ``root/data.yaml``: its class names and each split's images with their boxes.
+
+    Raises:
+        UsageError: ``data.yaml`` has no ``names`` or no ``train``.
+        BadInputError: ``data.yaml`` is not YAML; a key or a list file's line leaves ``data.root``; a folder or
+            list file it names does not exist.
+    """
+    import yaml
+
+    config_path = root / YOLO_CONFIG
+    try:
+        config = yaml.safe_load(config_path.read_text())
+        names = config["names"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as err:
+        raise BadInputError(f"'{config_path}' has no names: {err}") from None
+    if "train" not in config or not isinstance(names, (list, dict)):
+        raise UsageError(f"'{config_path}' needs names and a train folder (train: images/train)")
+    names = [str(names[k]) for k in sorted(names)] if isinstance(names, dict) else [str(n) for n in names]
+    walker = Walker(root)
+    result = Annotated(names)
+    for split, images in split_images(root, config, walker).items():
+        for image in images:
+            label_file = yolo_label_file(image)
+            boxes = _yolo_boxes(label_file, image, result, root) if label_file.is_file() else []
+            result.images.append((image, split, checked(image, boxes, result.names, result, root)))
+    return result
+
+
+def split_images(root: Path, config: dict, walker: Walker) -> dict[str, list[Path]]:
+    """``{split: image paths}`` of ``data.yaml``'s ``train``/``val``/``test``: folders walked, list files read;
+    every value (and ``path``) confined to ``root`` first, then every list file's lines.
+
+    Raises:
+        BadInputError: a value or a line leaves ``root``; a folder or list file does not exist.
+    """
+    source = f"'{root / YOLO_CONFIG}'"
+    given = [("key path", str(config["path"]))] if config.get("path") not in (None, "") else []
+    (base,) = confine(source, root, given, what="key(s)", thing="a folder") or ["."]
+    values = {key: config[key] for key in SPLIT_KEYS if config.get(key) not in (None, "")}
+    entries = [(f"key {key}", str(v)) for key, value in values.items() for v in _as_list(value)]
+    hint = ROBOFLOW_HINT if any(v.startswith("../") for _, v in entries) else ""
+    confined = iter(confine(source, root, entries, what="key(s)", thing="a folder or list file", base=base, hint=hint))
+    named = {key: [root / next(confined) for _ in _as_list(value)] for key, value in values.items()}
+    missing = [f"{key}: {shown(p)}" for key, paths in named.items() for p in paths if not p.exists()]
+    if missing:
+        raise BadInputError(f"{source} names folders or list files that do not exist: {missing}")
+    out: dict[str, list[Path]] = {}
+    for key, paths in named.items():
+        for path in paths:
+            if path.is_dir():
+                out.setdefault(key, []).extend(f.path for f in walker.files(path, keep=is_image_file))
+            else:
+                out.setdefault(key, []).extend(_listed(root, path, base))
+    return out
+
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _listed(root: Path, list_file: Path, base: str) -> list[Path]:
+    """The images a list file names (a path per line, relative to ``base``; blank lines and ``#`` comments skipped),
+    each confined to ``root`` before any is opened.
+
+    Raises:
+        BadInputError: the file is not UTF-8 text, or a line leaves ``root``.
+    """
+    try:
+        lines = list_file.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadInputError(f"'{list_file}' is not a readable list of image paths: {err}") from None
+    entries = [(f"line {n}", line.strip()) for n, line in enumerate(lines, start=1)]
+    entries = [(where, line) for where, line in entries if line and not line.startswith("#")]
+    return [root / path for path in confine(f"'{list_file}'", root, entries, what="line(s)", base=base)]
+
+
+def yolo_label_file(image: Path) -> Path:
+    """The label file of an image: its path with the last ``images`` folder as ``labels`` and ``.txt``."""
+    parts = list(image.parts)
+    last = max((i for i, part in enumerate(parts) if part == "images"), default=None)
+    if last is not None:
+        parts[last] = "labels"
+    return Path(*parts).with_suffix(".txt")
+
+
+def _yolo_boxes(label_file: Path, image: Path, result: Annotated, root: Path) -> list[list[float]]:
+    size = shown_size(image)
+    boxes = []
+    for line_number, line in enumerate(label_file.read_text().splitlines(), start=1):
+        fields = line.split()
+        where = f"{shown(os.path.relpath(label_file, root))} line {line_number}"
+        if not fields:
+            continue
+        if len(fields) != 5:
+            result.problems.append(f"{where}: {len(fields)} fields; a box is 'cls cx cy w h' (5)")
+            continue
+        try:
+            cls, cx, cy, w, h = int(fields[0]), *(float(f) for f in fields[1:])
+        except ValueError:
+            result.problems.append(f"{where}: {line.strip()!r} is not 'cls cx cy w h' numbers")
+            continue
+        if not 0 <= cls < len(result.names):
+            result.problems.append(f"{where}: class {cls} is none of data.yaml's {len(result.names)} names")
+            continue
+        if size is not None:
+            width, height = size
+            x1, y1, x2, y2 = (cx - w / 2) * width, (cy - h / 2) * height, (cx + w / 2) * width, (cy + h / 2) * height
+            boxes.append([x1, y1, x2, y2, cls])
+    return boxes

@@ -1,0 +1,91 @@
+"""YOLO's ``data.yaml``: a ``path``, ``train``, ``val`` or ``test`` that is absolute or climbs out of data.root is
+refused naming data.yaml and the key; list files (``train: train.txt``) are read as Ultralytics writes them, their
+lines confined the same way."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from litstarter._engine.errors import BadInputError
+from litstarter.data import ImageFolderDataModule
+from litstarter.data.digit_boxes import write_canvases, write_yolo
+
+
+@pytest.fixture(scope="module")
+def yolo(tmp_path_factory) -> Path:
+    """12 canvases as a YOLO set (``images/<split>``, ``labels/<split>``, ``data.yaml``). Copy before editing."""
+    root = tmp_path_factory.mktemp("yolo") / "root"
+    write_yolo(root, write_canvases(root, 12, seed=6))
+    return root
+
+
+def with_config(yolo: Path, tmp_path: Path, edit) -> Path:
+    root = shutil.copytree(yolo, tmp_path / "root")
+    (root / "data.yaml").write_text(edit((root / "data.yaml").read_text()))
+    return root
+
+
+def module(root: Path, cache: Path) -> ImageFolderDataModule:
+    return ImageFolderDataModule(str(root), image_size=64, crop_pct=1.0, cache_dir=str(cache), num_workers=0)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [("path", "ABSOLUTE", "absolute"), ("path", "../root", "leaves data.root"),
+     ("train", "ABSOLUTE/images/train", "absolute"), ("val", "../root/images/val", "leaves data.root"),
+     ("test", "images/../../x", "leaves data.root")],
+)  # fmt: skip
+def test_a_key_that_leaves_the_root_is_refused_naming_data_yaml_and_the_key(yolo, tmp_path, key, value, why) -> None:
+    value = value.replace("ABSOLUTE", str(yolo))  # the very same folder, outside this copy's root
+    if key == "path":
+        root = with_config(yolo, tmp_path, lambda text: f"path: {value}\n{text}")
+    else:
+        root = with_config(yolo, tmp_path, lambda text: "\n".join(
+            f"{key}: {value}" if line.startswith(f"{key}:") else line for line in text.splitlines()
+        ))  # fmt: skip
+    with pytest.raises(BadInputError) as refused:
+        module(root, tmp_path / "cache")
+    message = str(refused.value)
+    assert message.startswith(f"'{root / 'data.yaml'}': 1 key(s) name a folder"), message
+    assert f"key {key} '{value}' ({why})" in message and "\n" not in message, message
+    assert ("Roboflow" in message) == (value.startswith("../") and key != "path"), message
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_list_file_reads_as_its_folder_does(yolo, tmp_path: Path) -> None:
+    """``train: train.txt`` of ``./images/train/...`` lines (as Ultralytics' autosplit writes), ``val`` a list of
+    plain relative lines under a ``path``: the same cache as the folders give."""
+    folders = module(yolo, tmp_path / "folders").load_cache()
+    root = shutil.copytree(yolo, tmp_path / "root")
+    train = sorted(p.relative_to(root).as_posix() for p in (root / "images" / "train").glob("*.png"))
+    (root / "train.txt").write_text("# the train images\n" + "".join(f"./{p}\n" for p in train))
+    (root / "lists").mkdir()
+    val = sorted(p.relative_to(root).as_posix() for p in (root / "images" / "val").glob("*.png"))
+    (root / "lists" / "val.txt").write_text("\n".join(val) + "\n\n")
+    config = (root / "data.yaml").read_text().replace("train: images/train", "train: train.txt")
+    (root / "data.yaml").write_text("path: .\n" + config.replace("val: images/val", "val: lists/val.txt"))
+    lists = module(root, tmp_path / "lists").load_cache()
+    for split in ("train", "val", "test"):
+        assert list(lists.column(split, "path")) == list(folders.column(split, "path")), split
+        assert np.array_equal(lists.targets(split).stored, folders.targets(split).stored), split
+
+
+@pytest.mark.parametrize("line", ["../outside/x.png", "/etc/passwd"])
+def test_a_list_files_line_outside_the_root_is_refused_naming_the_file_and_the_line(yolo, tmp_path, line) -> None:
+    root = with_config(yolo, tmp_path, lambda text: text.replace("train: images/train", "train: train.txt"))
+    (root / "train.txt").write_text(f"./images/train/0000.png\n{line}\n")
+    with pytest.raises(BadInputError) as refused:
+        module(root, tmp_path / "cache")
+    message = str(refused.value)
+    assert message.startswith(f"'{root / 'train.txt'}': 1 line(s) name a file outside data.root"), message
+    assert f"line 2 '{line}'" in message and not (tmp_path / "cache").exists()
+
+
+def test_a_missing_list_file_or_folder_is_named(yolo, tmp_path: Path) -> None:
+    root = with_config(yolo, tmp_path, lambda text: text.replace("train: images/train", "train: nope.txt"))
+    with pytest.raises(BadInputError, match=r"names folders or list files that do not exist: \['train: .*nope.txt'\]"):
+        module(root, tmp_path / "cache")
