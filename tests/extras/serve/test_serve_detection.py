@@ -179,3 +179,72 @@ def same_boxes(found: list, expected: list, iou) -> bool:
         if not len(candidates) or not (iou(np.asarray(box), candidates) >= SAME_BOX).any():
             return False
     return True
+
+
+@pytest.fixture(scope="module")
+def one_class_run(tmp_path_factory) -> dict:
+    """A 2-epoch fit on 60 canvases whose boxes are all one class, ``digit`` (COCO json, one category), and its
+    default export. Read-only."""
+    pytest.importorskip("faster_coco_eval")
+    from litstarter.data.digit_boxes import write_canvases, write_coco
+
+    work = tmp_path_factory.mktemp("one_class")
+    data = work / "data"
+    write_coco(data, write_canvases(data, 60, seed=5))
+    for path in (data / "annotations").glob("instances_*.json"):
+        coco = json.loads(path.read_text())
+        coco["categories"] = [{"id": 7, "name": "digit"}]
+        for annotation in coco["annotations"]:
+            annotation["category_id"] = 7
+        path.write_text(json.dumps(coco))
+    fit = [
+        "fit", "--config", str(DEFAULT_CONFIG), "--config", str(CONFIGS / "data" / "image_folder.yaml"),
+        "--config", str(CONFIGS / "task" / "detection.yaml"), "--data.root", str(data),
+        f"--data.init_args.cache_dir={work / 'cache'}", "--data.init_args.num_workers=0",
+        "--data.init_args.batch_size=8", "--trainer.max_epochs=2", "--model.overlays=0",
+        f"--trainer.logger.init_args.save_dir={work / 'runs'}", "--trainer.logger.init_args.name=one",
+    ]  # fmt: skip
+    run_litstarter(fit, timeout=600)
+    run = work / "runs" / "one" / "version_0"
+    export = work / "export"
+    run_litstarter(["export", "--ckpt_path", str(best_checkpoint(run)), "--out", str(export)], timeout=600)
+    return {"run": run, "export": export, "test": sorted((data / "images" / "test").glob("*.png"))}
+
+
+def test_one_class_fits_exports_infers_and_serves_over_both_routes(one_class_run, tmp_path: Path) -> None:
+    """Detection's background is implicit: one class of boxes trains, scores (its AP is the mAP), exports, infers
+    (COCO results of category 1) and serves, on /predict and the Open Inference Protocol."""
+    metrics = json.loads((one_class_run["run"] / "metrics.json").read_text())
+    assert metrics["test/ap/digit"] == metrics["test/map"] and metrics["test/map"] > 0, metrics
+    export = one_class_run["export"]
+    contract = json.loads((export / "model.json").read_text())
+    assert contract["class_names"] == ["digit"] and contract["num_classes"] == 1, contract
+    report = json.loads((export / "export_report.json").read_text())
+    assert all(report["artifacts"][name]["passed"] for name in ("model.onnx", "model.ts", "weights.pt")), report
+    files = one_class_run["test"]
+    out = tmp_path / "boxes.csv"
+    run_litstarter(["infer", "--model", str(export / "model.onnx"), "--input", *map(str, files), "--output", str(out)])
+    with open(out, newline="") as handle:
+        labels = {row["label"] for row in csv.DictReader(handle)}
+    results = json.loads(out.with_suffix(".coco.json").read_text())
+    assert (
+        labels == {"digit"} and results and {(r["category_id"], r["category_name"]) for r in results} == {(1, "digit")}
+    )
+    server = start_server(export / "model.onnx")
+    try:
+        served = httpx.post(
+            f"{server.url}/predict", content=files[0].read_bytes(), headers={"Content-Type": "image/png"}
+        )
+        assert served.status_code == 200 and served.json()["boxes"], served.text
+        assert {b["label"] for b in served.json()["boxes"]} == {"digit"}
+        with Image.open(files[0]) as image:
+            pixels = np.asarray(image.convert("L"), dtype=np.uint8)[None, None]
+        tensor = {"name": "input", "shape": list(pixels.shape), "datatype": "UINT8", "data": pixels.ravel().tolist()}
+        answer = httpx.post(f"{server.url}/v2/models/model/infer", json={"inputs": [tensor]}, timeout=30)
+        assert answer.status_code == 200, answer.text
+        outputs = {o["name"]: o for o in answer.json()["outputs"]}
+        found = [label for label in outputs["labels"]["data"] if label >= 0]
+        assert outputs["labels"]["shape"] == [1, 100] and found and set(found) == {0}, outputs["labels"]
+        assert len(found) == len(served.json()["boxes"])
+    finally:
+        assert server.stop() == 0, server.output()

@@ -12,31 +12,32 @@ from litstarter.models.stages import read_stages, stage_channels
 from litstarter.models.torchvision_backbones import torchvision_backbone
 
 
-def architecture(detector: str = "fcos", backbone: str = "small_cnn") -> dict:
-    return {"detector": detector, "backbone": backbone, "in_channels": 1, "num_classes": 3, "image_size": [48, 48],
-            "max_detections": 20, "score_threshold": 0.0}  # fmt: skip
+def architecture(detector: str = "fcos", backbone: str = "small_cnn", classes: int = 3) -> dict:
+    return {"detector": detector, "backbone": backbone, "in_channels": 1, "num_classes": classes,
+            "image_size": [48, 48], "max_detections": 20, "score_threshold": 0.0}  # fmt: skip
 
 
-def targets() -> list[dict[str, torch.Tensor]]:
+def targets(label: int = 2) -> list[dict[str, torch.Tensor]]:
     return [
-        {"boxes": torch.tensor([[4.0, 4.0, 20.0, 22.0]]), "labels": torch.tensor([2])},
+        {"boxes": torch.tensor([[4.0, 4.0, 20.0, 22.0]]), "labels": torch.tensor([label])},
         {"boxes": torch.zeros((0, 4)), "labels": torch.zeros(0, dtype=torch.int64)},  # an image without boxes
     ]
 
 
+@pytest.mark.parametrize("classes", [3, 1])  # one class: the background is implicit (or the network's own)
 @pytest.mark.parametrize("detector", DETECTORS)
-def test_each_detector_trains_on_losses_and_answers_one_padded_tensor(detector: str) -> None:
+def test_each_detector_trains_on_losses_and_answers_one_padded_tensor(detector: str, classes: int) -> None:
     torch.manual_seed(0)
-    net = build_detector(architecture(detector)).train()
+    net = build_detector(architecture(detector, classes=classes)).train()
     images = torch.randint(0, 256, (2, 1, 48, 48)).float()
-    losses = net(images, targets())
+    losses = net(images, targets(classes - 1))
     assert losses and all(torch.isfinite(v) for v in losses.values())
     sum(losses.values()).backward()
     with torch.no_grad():
         out = net.eval()(images)
     assert out.shape == (2, 20, 6)
     found = out[out[..., 5] >= 0]
-    assert ((found[:, 5] >= 0) & (found[:, 5] < 3)).all()  # our classes, the background (if any) taken off
+    assert len(found) and ((found[:, 5] >= 0) & (found[:, 5] < classes)).all()  # ours, the background taken off
     assert (out[out[..., 5] < 0][:, 4] == 0).all()  # padding rows score 0
 
 

@@ -62,7 +62,7 @@ def data_fact(datamodule, name: str):
 
 def num_classes_of(datamodule) -> int:
     """``data.num_classes``, linked into ``model.num_classes``: fewer than the targets' kind needs (two classes, two
-    labels, one target column; one output for a kind of the project's own) is the data's error.
+    labels, one target column, one class of boxes; one output for a kind of the project's own) is the data's error.
 
     Raises:
         UsageError: Naming the data's folder (or source) and its one class, not a model setting the user never set.
@@ -78,7 +78,8 @@ def num_classes_of(datamodule) -> int:
     names = list(getattr(datamodule, "class_names", None) or [])
     if kind is None or not kind.single_class and kind.noun != "label":
         noun, fewest = (kind.noun, kind.fewest) if kind is not None else ("output", 1)
-        raise UsageError(f"'{source}' has {n} {noun}s {names}: the data needs at least {fewest}")
+        nouns = noun if n == 1 else noun + ("es" if noun.endswith("s") else "s")
+        raise UsageError(f"'{source}' has {n} {nouns} {names}: the data needs at least {fewest}")
     if kind.noun == "label":  # labels from a file's rows, not from folders
         raise UsageError(
             f"'{source}': data.labels names {n} label(s) {names}; a multi-label classifier needs at least 2 (rows"

@@ -35,6 +35,8 @@ class BoxTargets(TargetKind):
     how = "stratified by the classes each image's boxes hold (iterative stratification)"
     storage = "rows"
     row_width = 5
+    #: One class is a detector's: the background is implicit (what no box covers), not a class of the data.
+    fewest = 1
     #: The whole image: a centre crop would cut the objects at its edges away from evaluation and ``infer``.
     eval_crop = 1.0
 

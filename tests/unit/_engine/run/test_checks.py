@@ -25,6 +25,15 @@ def test_too_few_classes_are_named_as_folders_or_as_labels_file_rows() -> None:
     assert "data.labels names 0 label(s) []" in message and "folder" not in message, message
 
 
+def test_one_class_of_boxes_is_a_detectors_data_and_no_class_is_refused_in_plain_words() -> None:
+    """The background is implicit in detection: one class (pedestrians, defects) is valid; masks need two."""
+    assert num_classes_of(data("boxes", ["person"])) == 1
+    with pytest.raises(UsageError, match=r"^'pool' has 0 classes \[\]: the data needs at least 1$"):
+        num_classes_of(data("boxes", []))
+    with pytest.raises(UsageError, match=r"^'pool' has 1 class \['a'\]: the data needs at least 2$"):
+        num_classes_of(data("mask", ["a"]))
+
+
 def test_a_fit_validating_nothing_is_refused_while_a_callback_monitors_validation() -> None:
     from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
 
