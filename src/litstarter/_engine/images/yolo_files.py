@@ -6,6 +6,7 @@
   and every line of a list file, goes through :func:`.confine.confine` before anything is opened: an absolute
   value or one that climbs out of ``data.root`` is refused naming ``data.yaml`` and the key (or the list file and
   its line). A folder link inside ``data.root`` may lead elsewhere, as everywhere.
+* ``names`` (a list, or a dict of index to name) names each class once; a name given twice is refused.
 * Each image's boxes are in ``labels/`` beside ``images/`` (the last ``images`` folder of its path), a ``.txt`` of
   ``cls cx cy w h`` lines normalised to the image's size; no file: no boxes.
 """
@@ -36,8 +37,8 @@ def read_yolo(root: Path) -> Annotated:
 
     Raises:
         UsageError: ``data.yaml`` has no ``names`` or no ``train``.
-        BadInputError: ``data.yaml`` is not YAML; a key or a list file's line leaves ``data.root``; a folder or
-            list file it names does not exist.
+        BadInputError: ``data.yaml`` is not YAML or names a class twice; a key or a list file's line leaves
+            ``data.root``; a folder or list file it names does not exist.
     """
     import yaml
 
@@ -50,6 +51,10 @@ def read_yolo(root: Path) -> Annotated:
     if "train" not in config or not isinstance(names, (list, dict)):
         raise UsageError(f"'{config_path}' needs names and a train folder (train: images/train)")
     names = [str(names[k]) for k in sorted(names)] if isinstance(names, dict) else [str(n) for n in names]
+    twice = {n: [i for i, m in enumerate(names) if m == n] for n in names if names.count(n) > 1}
+    if twice:
+        listed = "; ".join(f"{n!r} is class {' and '.join(map(str, at))}" for n, at in twice.items())
+        raise BadInputError(f"'{config_path}' names a class twice: {listed}; name each class once, in index order")
     walker = Walker(root)
     result = Annotated(names)
     for split, images in split_images(root, config, walker).items():

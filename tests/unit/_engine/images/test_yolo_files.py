@@ -89,3 +89,9 @@ def test_a_missing_list_file_or_folder_is_named(yolo, tmp_path: Path) -> None:
     root = with_config(yolo, tmp_path, lambda text: text.replace("train: images/train", "train: nope.txt"))
     with pytest.raises(BadInputError, match=r"names folders or list files that do not exist: \['train: .*nope.txt'\]"):
         module(root, tmp_path / "cache")
+
+
+def test_a_class_named_twice_is_refused_naming_both_indices(yolo, tmp_path: Path) -> None:
+    root = with_config(yolo, tmp_path, lambda text: text.replace("1: '1'", "1: '0'"))
+    with pytest.raises(BadInputError, match=r"data.yaml' names a class twice: '0' is class 0 and 1; name each class"):
+        module(root, tmp_path / "cache")
