@@ -1,7 +1,7 @@
 """Segmentation masks and numeric labels as users send them, through the real CLI: 0/255 masks without
 ``data.binary_masks`` train their foreground (said in one line); JPEG masks, an ``ignore_index`` that is a class, a
-target beyond float32 and a stray number in a 0/1 label column are each refused in one line naming the cause,
-before anything is cached."""
+mask cell leading out of ``data.root``, a target beyond float32 and a stray number in a 0/1 label column are each
+refused in one line naming the cause, before anything is cached."""
 
 from __future__ import annotations
 
@@ -63,6 +63,8 @@ def test_bad_masks_and_labels_are_refused_in_one_line_naming_the_cause(tmp_path:
     jpeg = write_masks(tmp_path / "jpeg", images=12, suffix=".jpg")
     index = write_masks(tmp_path / "index", images=12, foreground=1)
     (index / "classes.txt").write_text("road\nlane\n")
+    rows = ["image,mask", *(f"images/{i}.png,masks/{i}.png" for i in range(1, 12)), "images/0.png,../secret.png"]
+    (index / "pairs.csv").write_text("\n".join(rows) + "\n")
     ages = [f"images/{i}.png,{i}" for i in range(11)] + ["images/11.png,3.9e39"]
     (index / "ages.csv").write_text("\n".join(["path,age", *ages]) + "\n")
     flags = [f"images/{i}.png,{i % 2},{(i // 2) % 2}" for i in range(11)] + ["images/11.png,2,1"]
@@ -71,6 +73,7 @@ def test_bad_masks_and_labels_are_refused_in_one_line_naming_the_cause(tmp_path:
     cases = [
         fit(tmp_path, jpeg),
         fit(tmp_path, index, "--data.init_args.ignore_index=1"),
+        fit(tmp_path, index, "--data.init_args.labels=pairs.csv"),
         fit(tmp_path, index, "--data.init_args.labels=ages.csv", task=regression),
         fit(tmp_path, index, "--data.init_args.labels=flags.csv", task=multilabel),
     ]
@@ -78,6 +81,7 @@ def test_bad_masks_and_labels_are_refused_in_one_line_naming_the_cause(tmp_path:
     expected = [
         (1, "mask 'masks/0.jpg' is a JPEG", "save masks as PNG"),
         (2, "data.ignore_index is 1, the index of class 'lane'"),
+        (1, "pairs.csv", "line 13 mask '../secret.png' (leaves data.root)"),
         (1, "ages.csv' line 13: column 'age' is '3.9e39', beyond the float32 range"),
         (2, "flags.csv' line 13: column 'cat' is 2, where", "0 or 1"),
     ]

@@ -223,10 +223,14 @@ class CachedImageFolder:
             plural = "classes" if self.kind.noun == "class" else f"{self.kind.noun}s"
             unit = {"pixels": "pixel", "rows": "box"}.get(self.kind.storage, "image")
             hint = "; check classes.txt, data.ignore_index and data.binary_masks" if unit == "pixel" else ""
-            warnings.warn(
-                f"data.root '{self.root}': {plural} {missing} have no {unit} in the train split: the fit cannot learn"
-                f" them and their scores are empty{hint}",
-                stacklevel=3,
+            log.warning(  # one line (a warnings.warn would echo its source line too)
+                "data.root '%s': %s %s have no %s in the train split: the fit cannot learn them and their scores are"
+                " empty%s",
+                self.root,
+                plural,
+                missing,
+                unit,
+                hint,
             )
 
     def load_or_build(self, listing: Listing | None = None, on_bad_file: str | None = None) -> ImageCache:

@@ -1,12 +1,11 @@
 """Masks read as users have them: 0/255 (or 0/1) masks without ``data.binary_masks`` are binary, said in one line;
-a class without a train pixel is warned about; lossy mask files and an ``ignore_index`` that is a class are refused
-in one line naming the cause; a palette dict names the classes."""
+a class without a train pixel is warned about; lossy mask files, an ``ignore_index`` that is a class and a mask
+cell leading out of ``data.root`` are refused in one line naming the cause; a palette dict names the classes."""
 
 from __future__ import annotations
 
 import io
 import logging
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -64,9 +63,9 @@ def test_binary_masks_false_keeps_255_as_ignore_index_and_the_empty_class_is_war
     root = write_masks(tmp_path / "data")
     with caplog.at_level(logging.INFO, logger="litstarter"):
         dm = module(root, tmp_path, binary_masks=False)
-    assert dm.class_names == ["0", "1"] and not said(caplog, "read as binary")
-    with pytest.warns(UserWarning, match=r"classes \['1'\] have no pixel in the train split"):
+        assert dm.class_names == ["0", "1"] and not said(caplog, "read as binary")
         assert set(np.unique(train_masks(dm))) == {0, 255}
+    assert len(said(caplog, "classes ['1'] have no pixel in the train split")) == 1
 
 
 @pytest.mark.parametrize(
@@ -77,25 +76,23 @@ def test_only_0_and_255_or_0_and_1_with_the_foreground_present_are_binary(held, 
     assert binary_foreground(held) == foreground
 
 
-def test_masks_with_classes_txt_are_read_as_it_says_and_a_class_without_train_pixels_is_warned(tmp_path) -> None:
+def test_masks_with_classes_txt_are_read_as_it_says_and_a_class_without_train_pixels_is_warned(tmp_path, caplog):
     root = write_masks(tmp_path / "data")
     (root / "classes.txt").write_text("road\nlane\n")  # the masks never hold 1: 'lane' has no pixel
     dm = module(root, tmp_path)
     assert dm.class_names == ["road", "lane"]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with caplog.at_level(logging.WARNING, logger="litstarter"):
         dm.load_cache()
-    lines = [str(w.message) for w in caught if "train split" in str(w.message)]
+    lines = said(caplog, "train split")
     assert len(lines) == 1 and "['lane'] have no pixel in the train split" in lines[0] and "\n" not in lines[0]
     assert "data.binary_masks" in lines[0]
 
 
-def test_no_warning_when_every_class_has_train_pixels(tmp_path) -> None:
+def test_no_warning_when_every_class_has_train_pixels(tmp_path, caplog) -> None:
     dm = module(write_masks(tmp_path / "data"), tmp_path)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with caplog.at_level(logging.WARNING, logger="litstarter"):
         dm.load_cache()
-    assert not [w for w in caught if "train split" in str(w.message)]
+    assert not said(caplog, "train split")
 
 
 def lossy_webp(path: Path) -> Path:
@@ -173,3 +170,14 @@ def test_an_ignore_index_that_is_a_class_is_refused_naming_it_and_the_class(tmp_
     message = str(refused.value)
     name = "lane" if classes_txt else "foreground"
     assert message.startswith(f"data.ignore_index is 1, the index of class '{name}'") and "\n" not in message
+
+
+def test_a_mask_cell_leading_out_of_the_root_is_named_as_the_mask(tmp_path) -> None:
+    root = write_masks(tmp_path / "data", foreground=1)
+    (root / "classes.txt").write_text("road\nlane\n")
+    rows = ["image,mask", *(f"images/{i}.png,masks/{i}.png" for i in range(1, 12)), "images/0.png,../outside.png"]
+    (root / "pairs.csv").write_text("\n".join(rows) + "\n")
+    with pytest.raises(BadInputError) as refused:
+        module(root, tmp_path, labels="pairs.csv")
+    message = str(refused.value)
+    assert "line 13 mask '../outside.png' (leaves data.root)" in message and "images/0.png" not in message, message
