@@ -58,7 +58,7 @@ def export_resnet18(path: Path) -> None:
     import torch
 
     from litstarter.extras.deploy.contract import ModelContract
-    from litstarter.extras.deploy.export import write_onnx
+    from litstarter.extras.deploy.writers import write_onnx
     from litstarter.models.classifier import build_classifier
 
     architecture = {"backbone": "resnet18", "backbone_kwargs": {}, "num_classes": 10, "in_channels": 3, "dropout": 0}
