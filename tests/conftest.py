@@ -120,6 +120,24 @@ def timm_exports(timm_runs, tmp_path_factory) -> dict[str, dict]:
     return {**exports, "infer": csvs}
 
 
+@pytest.fixture(scope="session")
+def segmentation_export(tmp_path_factory) -> dict:
+    """A short segmentation fit (4 epochs on 600 digit canvases, configs/task/segmentation.yaml) and its default
+    ``litstarter export`` of ``last.ckpt``, each in a subprocess, shared by deploy's and serve's tests:
+    ``{"run", "export", "code", "stdout", "stderr"}`` (the export's exit code and output). Read-only."""
+    from tests.helpers import CONFIGS, run_litstarter
+
+    work = tmp_path_factory.mktemp("segmentation")
+    configs = [CONFIGS / "data" / "digit_segmentation.yaml", CONFIGS / "task" / "segmentation.yaml"]
+    fit = [*fast_fit_args(work / "runs", epochs=4, name="seg", configs=configs), "--data.init_args.size=600"]
+    run_litstarter(fit, timeout=600)
+    run = work / "runs" / "seg" / "version_0"
+    export = work / "export"
+    argv = ["export", "--ckpt_path", str(run / "checkpoints" / "last.ckpt"), "--out", str(export)]
+    proc = run_litstarter(argv, timeout=600, check=False)  # its exit code is a test's to check
+    return {"run": run, "export": export, "code": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+
+
 # <<< extra: deploy
 
 

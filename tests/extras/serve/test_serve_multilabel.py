@@ -40,7 +40,7 @@ def test_eager_onnx_infer_and_serve_agree_on_label_sets_and_probabilities(multil
         report["artifacts"]["model.onnx"]["label_set_agreement"] == 1.0 and report["artifacts"]["model.onnx"]["passed"]
     )
     int8 = report["artifacts"]["model.int8.onnx"]
-    assert int8["passed"] == (int8["map_macro_drop"] <= 0.01 + 1e-12), int8
+    assert int8["passed"] == (round(100 * int8["map_macro_drop"], 2) <= 1.0), int8  # inclusive, as printed
     assert int8["map_macro"] == pytest.approx(report["eager"]["map_macro"] - int8["map_macro_drop"])
     contract = ModelContract.from_json((out / "model.json").read_text())
     assert contract.task == "multilabel" and len(contract.thresholds) == 10

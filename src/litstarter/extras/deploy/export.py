@@ -8,8 +8,10 @@ Every artifact is written under a temporary name, loaded back in its own runtime
 :func:`~.backends.open_model` that ``infer`` uses), run on a seeded, class-stratified sample of the
 test split at batch sizes 1 and 32 and compared with the eager model in eval mode. Only artifacts within
 tolerance are kept; one whose exporter or runtime raises is rejected with its error. The figures go to
-``export_report.json`` and a printed table, and any rejection exits 1 naming the artifact and the figure or
-error. ``model.json`` (the input contract, see :mod:`.contract`) is written beside the artifacts,
+``export_report.json`` and a printed table. Without ``--formats``, an artifact that falls short is left out (the
+table says why) and the export succeeds if ``model.onnx``, what ``infer`` and ``serve`` use, is written; a format
+named in ``--formats`` that falls short exits 1 naming the artifact and the figure or error.
+``model.json`` (the input contract, see :mod:`.contract`) is written beside the artifacts,
 and the ONNX, TorchScript and pt2 files embed the same JSON. The export is built in a staging folder beside
 ``--out`` and replaces the folder's export only once complete.
 """
@@ -35,6 +37,7 @@ from litstarter.extras.deploy.export_data import ExportError, load_export_data
 from litstarter.extras.deploy.export_folder import (
     FORMATS,
     REPORT_NAME,
+    SERVED_FORMATS,
     TRITON_DIR,
     check_out_dir,
     make_staging,
@@ -67,7 +70,8 @@ def export_checkpoint(
         out: Output folder; ``None`` means ``<run>/export``, where the run is the folder above ``checkpoints/``
             for ``<run>/checkpoints/x.ckpt`` and otherwise the checkpoint's own folder.
         formats: Keys of :data:`FORMATS` to produce; ``None``: every format the network and task can have (one
-            they cannot is reported under ``skipped``; named here, it is rejected).
+            they cannot is reported under ``skipped``; named here, it is rejected), and one that falls short other
+            than :data:`SERVED_FORMATS` is left out (``left_out``: file name -> why) rather than rejected.
         overwrite: Replace an export already in ``out`` (as a whole: stale artifacts are removed).
         config: The run's ``config.yaml``, whose data module provides test and calibration images;
             ``None`` means ``<run>/config.yaml`` (the run as for ``out``).
@@ -120,12 +124,24 @@ def export_checkpoint(
                 staging / "model.onnx", contract, staging / TRITON_DIR, "model", triton_max_batch_size
             )
         write_json(staging / SIDECAR_NAME, {**contract.to_dict(), "artifacts": job.artifacts, "source": source})
-        report = job.report(results, source, out, skipped)
+        left_out = {} if asked else left_out_of(results)
+        report = job.report(results, source, out, skipped, left_out)
         write_json(staging / REPORT_NAME, report)
         replace_export(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return report
+
+
+def left_out_of(results: dict[str, dict]) -> dict[str, str]:
+    """The artifacts that fell short and a default export goes on without (any but those of
+    :data:`SERVED_FORMATS`), each with why: its failures, less the file name they start with."""
+    served = {FORMATS[f][0] for f in SERVED_FORMATS}
+    return {
+        name: "; ".join(failure.removeprefix(f"{name}: ") for failure in r["failures"])
+        for name, r in results.items()
+        if not r["passed"] and name not in served
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,7 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         choices=list(FORMATS),
         help="Which artifacts: weights (weights.pt), ts (model.ts), pt2 (model.pt2), onnx (model.onnx), "
-        "int8 (model.int8.onnx). Default: all that the model and task can have (a detector has no pt2 or int8).",
+        "int8 (model.int8.onnx). Default: all that the model and task can have (a detector has no pt2 or int8), "
+        "leaving out any but model.onnx that falls short of its tolerance; one named here that does exits 1.",
     )
     parser.add_argument("--overwrite", action="store_true", help="Replace an export already in --out.")
     parser.add_argument(
@@ -177,8 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``litstarter export``; returns 0, 1 if an artifact was rejected (failed verification, or its exporter
-    or runtime failed) or the checkpoint is unusable, 2 for bad arguments or paths (see ``_engine/errors.py``)."""
+    """Run ``litstarter export``; returns 0 (artifacts left out of a default export included), 1 if an artifact
+    named in ``--formats`` (or, by default, ``model.onnx``) was rejected (failed verification, or its exporter or
+    runtime failed) or the checkpoint is unusable, 2 for bad arguments or paths (see ``_engine/errors.py``)."""
     return run_reporting("export", lambda: _run(argv))
 
 
@@ -208,9 +226,13 @@ def _run(argv: Sequence[str] | None) -> int:
         f"wrote {', '.join(n for n, r in report['artifacts'].items() if r['passed'])}{triton}, {SIDECAR_NAME} and "
         f"{REPORT_NAME} to {report['out']}"
     )
+    left_out = report["left_out"]
+    if left_out:
+        named = " ".join(f for f in FORMATS if FORMATS[f][0] in left_out)
+        print(f"left out {', '.join(left_out)} (why: in the table); name {named} in --formats to require it")
     if not report["passed"]:
-        for r in report["artifacts"].values():
-            for failure in r["failures"]:
+        for name, r in report["artifacts"].items():
+            for failure in r["failures"] if name not in left_out else ():
                 print(f"litstarter export: rejected {failure}", file=sys.stderr)
         return 1
     return 0

@@ -21,6 +21,9 @@ FORMATS: dict[str, tuple[str, str]] = {
     "onnx": ("model.onnx", "onnx"),
     "int8": ("model.int8.onnx", "onnx"),
 }
+#: What ``infer`` and ``serve`` are pointed at (docs/deploy.md), which an export without --formats must write; any
+#: other artifact that falls short is left out of it, with its reason (named in --formats, it fails the export).
+SERVED_FORMATS = ("onnx",)
 REPORT_NAME = "export_report.json"
 #: The Triton model repository ``litstarter export --triton`` writes (a folder; see :mod:`.triton`).
 TRITON_DIR = "triton"
