@@ -2,6 +2,9 @@
 installed packages ship (scikit-learn's digits and sample photos, scikit-image's bundled photos, matplotlib's
 sample photo, Pillow's default font). Each is ``<root>/train/<class>/`` and ``<root>/test/<class>/``: the
 validation split is carved from ``train/`` as a user's would be (``val_fraction``).
+
+A part of ``benchmarks/defaults.py``, imported by it, not a benchmark: no smoke of its own; ``defaults.py --smoke``
+builds every set and fits one.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the accuracy recipes cost and give: plain, + EMA, + MixUp/CutMix, one after another, on one cache.
 
-    .venv/bin/python benchmarks/recipes.py [--images 2000] [--epochs 3] [--rounds 2]
+    .venv/bin/python benchmarks/recipes.py [--images 2000] [--epochs 3] [--rounds 2] [--smoke]
     .venv/bin/python benchmarks/recipes.py --timm resnet10t [--images 1000] [--epochs 8] [--rounds 1] \
         [--ablate] [--image_size 64]
 
@@ -29,6 +29,9 @@ unless told), from random init (nothing downloads) and without its test-time fli
 digit, or none); its mixing stops after 80% of the epochs, as the preset's 40 of 50. ``--ablate`` adds the preset
 without each of its parts in turn (MixUp/CutMix, EMA, layer decay, its learning rate, its warmup, drop path):
 which of them costs or gives what.
+
+``--smoke`` (100 images, 1 epoch, 1 round of plain, EMA and MixUp/CutMix) runs the same code end to end and prints the
+same lines; the test suite runs it.
 """
 
 from __future__ import annotations
@@ -144,18 +147,10 @@ def time_recipe_work(cli) -> list[float]:
 def fit_and_test(base_args: list[str], extra: list[str], epochs: int, test: bool = True) -> tuple[float, ...]:
     """Fit, then test the best checkpoint; return (train images/s by median step wall time, by median step CPU
     time, test macro-F1 (NaN untested), the recipe's own work as a share of the steps' CPU time)."""
-    from litstarter.cli import LitStarterCLI
-    from litstarter.data.base import ArrayDataModule
-    from litstarter.tasks.classification import ImageClassifier
+    from litstarter.cli import FIT_CLASSES, LitStarterCLI
 
-    cli = LitStarterCLI(
-        ImageClassifier,
-        ArrayDataModule,
-        subclass_mode_data=True,
-        run=False,
-        auto_configure_optimizers=False,
-        args=[*base_args, *extra, f"--trainer.max_epochs={epochs}"],
-    )
+    # Built as `litstarter fit` builds it: the task by class path (the classifier, from configs/default.yaml).
+    cli = LitStarterCLI(**FIT_CLASSES, run=False, args=[*base_args, *extra, f"--trainer.max_epochs={epochs}"])
     rate = train_rate_callback()
     cli.trainer.callbacks.append(rate)
     recipe = time_recipe_work(cli)
@@ -175,7 +170,10 @@ def main() -> None:
     parser.add_argument("--timm", default=None, help="a timm model name: plain vs the strong preset with it")
     parser.add_argument("--ablate", action="store_true", help="with --timm: the preset without each of its parts")
     parser.add_argument("--image_size", type=int, default=64, help="with --timm: both runs' data.image_size")
+    parser.add_argument("--smoke", action="store_true", help="a quick end-to-end check: 100 images, 1 epoch, 1 round")
     opts = parser.parse_args()
+    if opts.smoke:
+        opts.images, opts.epochs, opts.rounds = 100, 1, 1
 
     from tests.helpers import write_digit_photos
 
