@@ -12,6 +12,9 @@ untouched; its ``evaluate`` is wrapped only to keep what it computes. ``train.py
 
 Printed last, one JSON line: the last evaluation's ``map`` (COCO's AP at IoU 0.50:0.95, area all, 100 detections)
 and ``map50`` (at IoU 0.50), and the number of evaluations (one per epoch).
+
+A part of ``benchmarks/detection_peer.py``, which runs it, not a benchmark: no smoke of its own;
+``detection_peer.py --smoke`` runs it (and skips in one line without the reference's checkout).
 """
 
 from __future__ import annotations

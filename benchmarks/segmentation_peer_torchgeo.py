@@ -22,6 +22,9 @@ by the module's ``K.Normalize`` with the train split's mean and standard deviati
   cropped back, as ours does for ``smp/<arch>/<encoder>``.
 
 Printed last, one JSON line: ``test_miou_macro``, ``test_iou_micro``, ``fit_s``, ``test_s``, ``epochs``.
+
+A part of ``benchmarks/segmentation_peer.py``, which runs it, not a benchmark: no smoke of its own;
+``segmentation_peer.py --smoke`` runs it (and skips in one line without torchgeo's venv).
 """
 
 from __future__ import annotations

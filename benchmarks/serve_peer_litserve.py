@@ -9,6 +9,9 @@ of up to 32 with no wait (``batch_timeout=0``, as ``--batch_timeout 0``); the on
 (all optimisations, sequential, one intra-op thread per usable core, no spinning); the top 5 classes' softmax as
 ``{"predictions": [{"class", "index", "prob"}, ...]}``. LitServe's one route, ``POST /predict``, takes
 ``{"image": "<base64>"}`` JSON or a multipart form with the file under ``image`` (it has no route for raw bytes).
+
+A part of ``benchmarks/serve_peers.py``, which starts it, not a benchmark: no smoke of its own;
+``serve_peers.py --smoke`` runs it (and skips in one line without LitServe's venv).
 """
 
 from __future__ import annotations
