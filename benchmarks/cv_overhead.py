@@ -1,6 +1,6 @@
 """What ``litstarter cv`` costs over running its folds' fits by hand, measured side by side in one run.
 
-    .venv/bin/python benchmarks/cv_overhead.py [--folds 3] [--epochs 3]
+    .venv/bin/python benchmarks/cv_overhead.py [--folds 3] [--epochs 3] [--smoke]
 
 Runs one ``litstarter cv`` process with k folds of the digits default, then k plain ``litstarter fit`` processes,
 one after another, each with one fold's own ``config.yaml`` (``litstarter fit --config <fold>/config.yaml``).
@@ -9,6 +9,7 @@ Prints each wall time, the totals and the ratio cv / plain (target <= 1.10).
 The cv process pays its start-up once, and per fold what a plain fit does not do: one more validation epoch of
 the best checkpoint and the out-of-fold predictions; both sides are counted, because a user waits for both. Each
 plain fit's best val/f1_macro is checked against its fold's, so the two sides are known to have trained the same thing.
+``--smoke`` (2 folds of 1 epoch) runs the same code end to end and prints the same lines; the test suite runs it.
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folds", type=int, default=3, help="Folds, and plain fits (3).")
     parser.add_argument("--epochs", type=int, default=3, help="Epochs per fit (3).")
+    parser.add_argument("--smoke", action="store_true", help="A quick end-to-end check: 2 folds of 1 epoch.")
     args = parser.parse_args()
+    if args.smoke:
+        args.folds, args.epochs = 2, 1
     with tempfile.TemporaryDirectory(prefix="cv_overhead_") as tmp:
         tmp = Path(tmp)
         cv_s = timed(["cv", "--config", str(DEFAULT), "--folds", str(args.folds), f"--trainer.max_epochs={args.epochs}",

@@ -1,6 +1,6 @@
 """The uint8 memmap cache against per-item JPEG decoding, measured side by side in one run.
 
-    .venv/bin/python benchmarks/data_pipeline.py [--images 2000] [--image_size 64] [--workers 2]
+    .venv/bin/python benchmarks/data_pipeline.py [--images 2000] [--image_size 64] [--workers 2] [--smoke]
 
 Generates a folder of JPEGs (10 classes, each side 64-256 px at random), then times training images per
 second through two loaders with the same batch size and the same number of worker processes:
@@ -19,7 +19,8 @@ alternate between the two loaders, and the median of each is reported. Also prin
 build time, the time to reuse the cache when nothing changed, and the share of that reuse spent in the cache's
 checks (at most 20 ms or 5%), and what the perceptual hash (for the near-duplicate leakage check) adds to a build:
 each file's decode (read, decode, convert, resize, SHA-256) against the batched pHash of its cached array, both
-timed in this process on 200 files (target: at most 5%). Target: cached / per-item >= 5x.
+timed in this process on 200 files (target: at most 5%). Target: cached / per-item >= 5x. ``--smoke`` (100 JPEGs,
+one timed epoch, one worker: seconds) runs the same code end to end and prints the same table; the test suite runs it.
 """
 
 from __future__ import annotations
@@ -105,7 +106,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="loader worker processes, the same for both")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--epochs", type=int, default=5, help="timed epochs per pipeline, after a warm-up epoch")
+    parser.add_argument("--smoke", action="store_true", help="a quick end-to-end check: 100 JPEGs, 1 epoch, 1 worker")
     args = parser.parse_args()
+    if args.smoke:
+        args.images, args.epochs, args.workers, args.batch_size = 100, 1, 1, 16
 
     from torch.utils.data import DataLoader
     from torchvision import datasets, transforms

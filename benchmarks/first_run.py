@@ -1,6 +1,6 @@
 """A user's first run on their own images: the old small_cnn against the new default, side by side in one run.
 
-    .venv/bin/python benchmarks/first_run.py [--images 2000] [--epochs 3]
+    .venv/bin/python benchmarks/first_run.py [--images 2000] [--epochs 3] [--smoke]
 
 Generates a 10-class folder of 64 px digit photos (scikit-learn's digits upscaled, random ink and background
 colours, noise, JPEG and PNG; ``root/<class>/<image>``), then fits the image-folder default
@@ -15,7 +15,8 @@ splits) for ``--epochs`` epochs twice, in one process, on one cache:
 Prints training images per second for each (the time from each train epoch's start to its last batch's end,
 summed over the epochs: data loading included, validation and the one-off cache build excluded), their ratio
 (target >= 4x) and the validation accuracy after the last epoch (target: new no worse than old). The fits run
-one after the other, so a busy machine moves both; the ratio is the figure to compare between machines.
+one after the other, so a busy machine moves both; the ratio is the figure to compare between machines. ``--smoke``
+(100 images, 1 epoch) runs the same code end to end and prints the same lines; the test suite runs it.
 """
 
 from __future__ import annotations
@@ -79,7 +80,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=2000, help="images in the generated folder (10 classes)")
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="a quick end-to-end check: 100 images, 1 epoch")
     opts = parser.parse_args()
+    if opts.smoke:
+        opts.images, opts.epochs = 100, 1
 
     from tests.helpers import write_digit_photos
 

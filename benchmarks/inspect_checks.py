@@ -1,17 +1,18 @@
 """The measurements behind ``inspect``'s near-duplicate threshold and quality checks, on real photo crops.
 
-    .venv/bin/python benchmarks/inspect_checks.py [--crops 300] [--sizes 16 64 224]
+    .venv/bin/python benchmarks/inspect_checks.py [--crops 300] [--sizes 16 64 224] [--smoke]
 
 Crops scikit-learn's two bundled sample photos (china.jpg, flower.jpg; nothing is downloaded) at random places
 and sizes, puts each through the cache's own loader at each ``image_size``, and prints, per size:
 
-* near-duplicates: the share of 200 crops whose copy (re-saved PNG, JPEG at quality 75, resized to 80%, a 5% crop)
-  is within ``NEAR_DISTANCE`` bits of it, and how many of the crops' pairs come that close (with how many of those
-  overlap by under half, or not at all);
+* near-duplicates: the share of ``--copied`` crops (200) whose copy (re-saved PNG, JPEG at quality 75, resized to
+  80%, a 5% crop) is within ``NEAR_DISTANCE`` bits of it, and how many of the crops' pairs come that close (with
+  how many of those overlap by under half, or not at all);
 * quality checks: how many crops each check flags (false positives, or crops that really are that bad), and how
   many of 10 planted files (one per check, made from a crop) it finds.
 
-``docs/inspect.md`` gives the figures.
+``docs/inspect.md`` gives the figures. ``--smoke`` (20 crops, 20 copies, size 16: a few seconds) runs the same
+code end to end and prints the same lines; the test suite runs it (tests/benchmarks/test_smoke.py).
 """
 
 from __future__ import annotations
@@ -55,14 +56,14 @@ def overlap(a: tuple, b: tuple) -> float:
     return ix * iy / (a[2] * a[3] + b[2] * b[3] - ix * iy)
 
 
-def near_duplicates(sources: list[Image.Image], size: tuple[int, int], n: int) -> str:
+def near_duplicates(sources: list[Image.Image], size: tuple[int, int], n: int, copied: int = 200) -> str:
     from litstarter._engine.images.leakage import NEAR_DISTANCE
     from litstarter._engine.images.perceptual import distances, phash
     from litstarter._engine.images.preprocess import load_image
 
     rng = np.random.default_rng(0)
     found = {"png": [], "jpeg75": [], "resize80": [], "crop5": []}
-    for i in range(200):
+    for i in range(copied):
         crop, _ = random_crop(sources[i % 2], rng, 60, 260)
         w, h, cut = *crop.size, (round(crop.width * 0.025), round(crop.height * 0.025))
         base = phash(load_image(encoded(crop), 3, size))
@@ -124,7 +125,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--crops", type=int, default=300, help="photo crops for the false-positive counts")
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 64, 224], help="image sizes to cache at")
+    parser.add_argument("--copied", type=int, default=200, help="crops whose copies are checked for near-duplicates")
+    parser.add_argument("--smoke", action="store_true", help="a quick end-to-end check: 20 crops, 20 copied, size 16")
     args = parser.parse_args()
+    if args.smoke:
+        args.crops, args.copied, args.sizes = 20, 20, [16]
 
     from litstarter._engine.images.preprocess import resize_size_for
 
@@ -132,7 +137,7 @@ def main() -> None:
     for image_size in args.sizes:
         size = resize_size_for(image_size)
         print(f"image_size {image_size} (cached at {size[0]}x{size[1]}):")
-        print(near_duplicates(sources, size, args.crops))
+        print(near_duplicates(sources, size, args.crops, args.copied))
         print(quality(sources, size, args.crops))
 
 

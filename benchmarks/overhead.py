@@ -1,6 +1,6 @@
 """The template's own per-step cost, and Lightning's against a hand-written loop, measured side by side in one run.
 
-    .venv/bin/python benchmarks/overhead.py [--repeats 12] [--epochs 3] [--batch_size 64]
+    .venv/bin/python benchmarks/overhead.py [--repeats 12] [--epochs 3] [--batch_size 64] [--smoke]
 
 Four loops train the same model (the default config's ImageClassifier) on the same digits loader, with the same
 optimiser, schedule and clipping, one torch thread each:
@@ -21,6 +21,7 @@ On a shared 2-core VM even the CPU time of one fit swings by a third against the
 is also timed inside the template's fit itself: the CPU time spent in our callbacks' per-step hooks, against the
 step. Target: that ratio, step / (step - our hooks) <= 1.03 (median of repeats). The fit-against-fit ratio
 (template / stock), Lightning / hand-written and logging on / off are printed beside it, with their spread.
+``--smoke`` (one repeat of 2 epochs) runs the same code end to end and prints the same lines; the test suite runs it.
 """
 
 from __future__ import annotations
@@ -154,7 +155,10 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3, help="epochs per fit; the first is warm-up")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=12, help="run the four loops this many times, interleaved")
+    parser.add_argument("--smoke", action="store_true", help="a quick end-to-end check: one repeat of 2 epochs")
     opts = parser.parse_args()
+    if opts.smoke:
+        opts.repeats, opts.epochs = 1, 2
     torch.set_num_threads(1)  # one thread: the thread's CPU time is then all of the step's compute
     with tempfile.TemporaryDirectory() as tmp:
         base = [

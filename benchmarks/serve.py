@@ -1,6 +1,6 @@
 """`litstarter serve` under load: dynamic batching against no batching, side by side in one run.
 
-    .venv/bin/python benchmarks/serve.py [--requests 400] [--rounds 3] [--concurrency 1 8 32]
+    .venv/bin/python benchmarks/serve.py [--requests 400] [--rounds 3] [--concurrency 1 8 32] [--smoke]
 
 Exports a randomly initialised ``resnet18`` (3 x 64 x 64, 10 classes) to ONNX the way ``litstarter export``
 does, then starts two servers on loopback: one with ``--max_batch_size 32`` and one with ``--max_batch_size 1``
@@ -23,7 +23,9 @@ concurrency (the model's own gain from batching differs from machine to machine)
 p50 against no batching's (target <= 1.3x).
 
 The client is a few lines of asyncio on raw HTTP/1.1 keep-alive connections rather than httpx: a heavier
-client would take the CPU the server needs.
+client would take the CPU the server needs. ``--smoke`` (20 requests a cell, one round, concurrency 1 and 4, the
+model alone timed for 0.2 s a batch size: seconds) runs the same code end to end and prints the same table; the test
+suite runs it.
 """
 
 from __future__ import annotations
@@ -224,7 +226,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400, help="Requests per measurement.")
     parser.add_argument("--rounds", type=int, default=3, help="Interleaved rounds; the median is shown.")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--model_seconds", type=float, default=2.0, help="Seconds the model alone runs per batch size.")
+    parser.add_argument("--smoke", action="store_true", help="A quick end-to-end check: 20 requests, 1 round, c=1, 4.")
     args = parser.parse_args()
+    if args.smoke:
+        args.requests, args.rounds, args.concurrency, args.model_seconds = 20, 1, [1, 4], 0.2
 
     from litstarter.extras.serve.command import load_backends
 
@@ -236,9 +242,10 @@ def main() -> None:
         servers = {size: start_server(model, size) for size in (32, 1)}
         try:
             request = {size: jpeg_request(host, port) for size, (_, host, port) in servers.items()}
+            warmup = min(100, args.requests)
             for size, server in servers.items():  # warm up: thread pools, allocator, ORT's first runs
-                measure(server, request[size], 8, 100)
-            measure(servers[32], None, 8, 100)
+                measure(server, request[size], 8, warmup)
+            measure(servers[32], None, 8, warmup)
             runs: dict = {}
             for _ in range(args.rounds):
                 for concurrency in args.concurrency:
@@ -248,7 +255,7 @@ def main() -> None:
                         )
                 # The model alone right after the server's cell, at the batch it formed: a busy neighbour on a
                 # shared machine then slows both alike.
-                runs.setdefault("alone", []).append(against_model(backend, runs[(top, 32)][-1]))
+                runs.setdefault("alone", []).append(against_model(backend, runs[(top, 32)][-1], args.model_seconds))
                 runs.setdefault("protocol", []).append(measure(servers[32], None, top, args.requests))
         finally:
             for proc, _, _ in servers.values():
@@ -257,10 +264,11 @@ def main() -> None:
     report(args, runs)
 
 
-def against_model(backend, cell: dict) -> dict:
-    """The server's cell against the model alone, timed now, at the mean batch the server formed and at 32."""
+def against_model(backend, cell: dict, seconds: float) -> dict:
+    """The server's cell against the model alone, timed now (``seconds`` a batch size), at the mean batch the server
+    formed and at 32."""
     formed = max(1, round(cell["mean_batch"]))
-    alone = model_alone(backend, [1, formed, 32])
+    alone = model_alone(backend, [1, formed, 32], seconds)
     return {
         "at_mean": cell["rps"] * alone[formed] / 1000,  # req/s over the model's images/s at that batch
         "at_32": cell["rps"] * alone[32] / 1000,

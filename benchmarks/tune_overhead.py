@@ -1,6 +1,6 @@
 """What ``litstarter tune`` costs over running the same fits by hand, measured side by side in one run.
 
-    .venv/bin/python benchmarks/tune_overhead.py [--trials 4] [--epochs 3]
+    .venv/bin/python benchmarks/tune_overhead.py [--trials 4] [--epochs 3] [--smoke]
 
 Runs one ``litstarter tune`` process with N trials of the digits default (configs/search/default.yaml with
 pruning off, so every trial runs its full budget), then N plain ``litstarter fit`` processes, one after another
@@ -9,7 +9,8 @@ the ratio tune / plain (target <= 1.10: the driver, the storage and the callback
 
 The tune process pays its start-up (imports, checking the config and search space) once, while each plain fit
 pays its own; both are counted, because a user waits for both. Each plain fit's best val/acc is checked against
-its trial's value, so the two sides are known to have trained the same thing.
+its trial's value, so the two sides are known to have trained the same thing. ``--smoke`` (2 trials of 1 epoch) runs
+the same code end to end and prints the same lines; the test suite runs it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=4, help="Trials, and plain fits (4).")
     parser.add_argument("--epochs", type=int, default=3, help="Epochs per fit (3).")
+    parser.add_argument("--smoke", action="store_true", help="A quick end-to-end check: 2 trials of 1 epoch.")
     args = parser.parse_args()
+    if args.smoke:
+        args.trials, args.epochs = 2, 1
     with tempfile.TemporaryDirectory(prefix="tune_overhead_") as tmp:
         tmp = Path(tmp)
         space = yaml.safe_load(SEARCH.read_text())
