@@ -13,6 +13,10 @@ the CUDA-only ones (those record "skipped: no GPU") at tiny sizes, in about 20 s
 
     PYTHONPATH=src python benchmarks/gpu_check.py --dry-run --out /tmp/gpu_check
 
+``--smoke`` is that dry run (its ``--out`` optional: a temporary folder, removed after); the test suite runs it
+through ``scripts/gpu_check.sh`` as the GPU machine does (tests/benchmarks/test_gpu_check.py). The ``gpu_check_*``
+modules beside this file are its parts, run by it: they have no smoke of their own.
+
 Each section runs under its own time cap (``CAPS_S``), and the JSON is rewritten after every fit, so a timeout
 keeps what was measured (a section still "running" there was stopped from outside). "The best" is the fastest
 precision variant.
@@ -151,12 +155,24 @@ def selected(only: str | None) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True, type=Path, help="folder for gpu_check.json and gpu_check.txt")
+    parser.add_argument("--out", type=Path, help="folder for gpu_check.json and gpu_check.txt")
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes; CUDA-only parts are skipped")
+    parser.add_argument("--smoke", action="store_true", help="the dry run, --out optional (a temporary folder)")
     parser.add_argument("--only", help="comma-separated sections (precision is added when another needs it)")
     args = parser.parse_args(argv)
+    if args.out is None and not args.smoke:
+        parser.error("the following arguments are required: --out")
     sections = selected(args.only)
+    if args.smoke:
+        args.dry_run = True
+        if args.out is None:
+            with tempfile.TemporaryDirectory(prefix="gpu_check-smoke-") as out:
+                return run_check(args, sections, Path(out))
+    return run_check(args, sections, args.out)
 
+
+def run_check(args: argparse.Namespace, sections: list[str], out: Path) -> int:
+    """The check itself: ``sections`` in order, the JSON and the table written into ``out``."""
     import gpu_check_fit as fit
     import torch
 
@@ -168,15 +184,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.dry_run:
         torch.set_num_threads(1)  # tiny fits: a second thread only adds contention on a shared machine
-    args.out.mkdir(parents=True, exist_ok=True)
-    report = Report(args.out / "gpu_check.json", environment(gpu), args.dry_run)
+    out.mkdir(parents=True, exist_ok=True)
+    report = Report(out / "gpu_check.json", environment(gpu), args.dry_run)
     with tempfile.TemporaryDirectory(prefix="gpu_check-") as tmp:
         check = Check(fit.DRY_SIZES if args.dry_run else fit.GPU_SIZES, gpu, Path(tmp), report)
         report.data["sizes"] = vars(check.sizes) | {"caps_s": CAPS_S}
         for name in sections:
             run_section(check, name)
     text = table(report.data)
-    (args.out / "gpu_check.txt").write_text(text + "\n")
+    (out / "gpu_check.txt").write_text(text + "\n")
     print(text)
     return 0
 

@@ -1,5 +1,9 @@
 """What ``benchmarks/gpu_check.py`` sets and reads on the device besides the fits: TF32 for fp32 work, and the GPU's
-utilisation while a fit runs."""
+utilisation while a fit runs.
+
+A part of ``benchmarks/gpu_check.py``, imported by it, not a benchmark: no smoke of its own; ``gpu_check.py --smoke``
+runs it.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The measured fit of ``benchmarks/gpu_check.py``: the template's ``ImageClassifier`` and a Lightning ``Trainer``
 built from the repository's own YAML configs (a stack, as ``--config configs/default.yaml --config ...`` composes
 it), on synthetic uint8 batches already on the device or on any data module; timed over a window of optimiser steps.
+
+A part of ``benchmarks/gpu_check.py``, imported by it, not a benchmark: no smoke of its own; ``gpu_check.py --smoke``
+runs it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """What ``benchmarks/gpu_check.py`` writes: the JSON (rewritten after every fit), the environment it ran in, and the
-short table printed at the end."""
+short table printed at the end.
+
+A part of ``benchmarks/gpu_check.py``, imported by it, not a benchmark: no smoke of its own; ``gpu_check.py --smoke``
+runs it.
+"""
 
 from __future__ import annotations
 

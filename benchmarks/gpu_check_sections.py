@@ -1,6 +1,10 @@
 """The sections of ``benchmarks/gpu_check.py`` (its docstring says what each measures). Each takes the check
 (``gpu_check.Check``: sizes, device, scratch folder, report) and its JSON entry, and fills ``entry["results"]`` one
-fit at a time through ``check.fit``."""
+fit at a time through ``check.fit``.
+
+A part of ``benchmarks/gpu_check.py``, imported by it, not a benchmark: no smoke of its own; ``gpu_check.py --smoke``
+runs it.
+"""
 
 from __future__ import annotations
 
