@@ -1,5 +1,7 @@
-"""The GPU check cannot rot on a machine without a GPU: its dry run (tiny sizes on the CPU) goes through every section
-by the same command the GPU machine runs, and a section over its time cap is recorded and does not stop the rest."""
+"""The GPU check cannot rot on a machine without a GPU: its smoke (``--smoke``, the dry run: tiny sizes on the CPU)
+goes through every section by the same command the GPU machine runs, and a section over its time cap is recorded and
+does not stop the rest. This is gpu_check.py's smoke for tests/benchmarks/test_smoke.py, which runs every other
+benchmark's."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def _fits(entry: dict) -> dict[str, dict]:
 def test_dry_run_goes_through_every_section_and_writes_the_json_and_the_table(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = subprocess.run(
-        ["bash", str(SCRIPT), "run", str(out), "--dry-run"],
+        ["bash", str(SCRIPT), "run", str(out), "--smoke"],
         env=launcher_env(PYTHON=sys.executable),
         capture_output=True,
         text=True,
