@@ -2,9 +2,10 @@
 
 The shards hold what the image-folder cache holds (uint8 images at ``resize_size``, targets, sample ids) and
 ``shards.json`` what the model is built from, so the links, the augmentation and the eval view are the image
-folder's. The train loader is LitData's ``StreamingDataLoader`` itself: Lightning saves its state in every
-checkpoint, so a resume from a mid-epoch checkpoint continues with the next batch. ``litdata`` is imported only
-when this module sets up (the ``[streaming]`` extra installs it).
+folder's. The train loader is LitData's ``StreamingDataLoader`` itself: its position is saved in every
+checkpoint, so a resume from a mid-epoch checkpoint continues with the next batch, and one from a checkpoint whose
+epoch had taken its last batch starts the next epoch (Lightning's own rule). ``litdata`` is imported only when this
+module sets up (the ``[streaming]`` extra installs it).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class StreamingDataModule(L.LightningDataModule):
         self.num_workers = auto_num_workers() if num_workers is None else num_workers
         self.cache_dir, self.max_cache_size = cache_dir, max_cache_size
         self.train_set = self.val_set = self.test_set = None
-        self._train_loader, self._resume_position = None, None
+        self._train_loader, self._resume = None, None
 
     @property
     def num_classes(self) -> int:
@@ -152,12 +153,16 @@ class StreamingDataModule(L.LightningDataModule):
         )
 
     def train_dataloader(self):
-        """LitData's ``StreamingDataLoader`` itself (Lightning saves its state), shuffled, augmented; on resume, at
-        the position the checkpoint saved (see :meth:`load_state_dict`)."""
+        """LitData's ``StreamingDataLoader`` itself, shuffled, augmented; on resume, at the position the checkpoint
+        saved, or at the start of the next epoch when the saved one had taken its last batch (see
+        :meth:`load_state_dict`)."""
         self._train_loader = self._loader(self.train_set, self.augmentation)
-        if self._resume_position is not None:
-            self._train_loader.load_state_dict(self._resume_position)
-            self._resume_position = None
+        resume, self._resume = self._resume, None
+        if resume is not None and resume.get("epoch_over"):
+            # No position: the loader starts the epoch after the saved one, as an uninterrupted run's would.
+            self._train_loader.current_epoch = resume["train_loader"]["current_epoch"]
+        elif resume is not None and "train_loader" in resume:
+            self._train_loader.load_state_dict(resume["train_loader"])
         return self._train_loader
 
     def val_dataloader(self):
@@ -188,23 +193,41 @@ class StreamingDataModule(L.LightningDataModule):
         return list(self.manifest["mean"]), list(self.manifest["std"])
 
     def state_dict(self) -> dict:
-        """Saved in checkpoints: ``class_to_idx``, so a checkpoint knows its classes' names, and the train loader's
-        position (LitData's ``state_dict``: epoch and samples yielded)."""
+        """Saved in checkpoints: ``class_to_idx``, so a checkpoint knows its classes' names, the train loader's
+        position (LitData's ``state_dict``: epoch and samples yielded), and ``epoch_over``: whether Lightning's
+        training epoch had taken its last batch (:meth:`_epoch_over`)."""
         state = {"class_to_idx": {name: i for i, name in enumerate(self.class_names)}}
         if self._train_loader is not None:
             state["train_loader"] = self._train_loader.state_dict()
+            state["epoch_over"] = self._epoch_over()
         return state
+
+    def _epoch_over(self) -> bool:
+        """Whether the fit's training epoch is over as Lightning's loops record it: it has ended (an epoch-end save)
+        or taken its last batch (a validation's save after it). A resume then starts the next epoch, so the loader
+        must not continue this one's position, which differs when Lightning ends an epoch before the stream does
+        (``limit_train_batches``, ``max_time``, a callback's ``should_stop``): continuing the stream's epoch gave the
+        resumed epoch the few batches left, no validation ran, and EarlyStopping stopped on ``val/select`` "not
+        available"."""
+        trainer = self.trainer
+        if trainer is None:
+            return False
+        epoch, batches = trainer.fit_loop.epoch_progress.total, trainer.fit_loop.epoch_loop.batch_progress
+        ended = epoch.processed == epoch.started
+        return bool(ended or batches.is_last_batch or batches.current.ready >= trainer.num_training_batches)
 
     def load_state_dict(self, state_dict: dict) -> None:
         """On resume, refuse shards whose classes differ from the checkpoint's, and keep the loader's position for
         :meth:`train_dataloader`. Lightning restores a Stateful train loader itself only if it builds the loader
         after restoring its loops, but the task's ``configure_optimizers`` reads
         ``trainer.estimated_stepping_batches``, which builds it before (Lightning 2.6): the position would be lost and
-        the epoch restarted. The data module's own state is restored before either."""
+        the epoch restarted. The data module's own state is restored before either. As Lightning does, the position
+        is restored only mid-epoch: a checkpoint saved with ``epoch_over`` starts the next epoch (a checkpoint
+        written before ``epoch_over`` was saved continues the loader's position, as then)."""
         saved = state_dict.get("class_to_idx")
         if saved is not None and list(saved) != self.class_names:
             raise BadInputError(
                 f"the checkpoint was trained on classes {list(saved)} but data.root '{self.root}' has"
                 f" {self.class_names}"
             )
-        self._resume_position = state_dict.get("train_loader")
+        self._resume = state_dict if "train_loader" in state_dict else None

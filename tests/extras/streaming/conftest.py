@@ -1,4 +1,4 @@
-"""One converted folder for every streaming test: ``optimize`` has a start-up of seconds, so it runs once."""
+"""The converted folders the streaming tests share: ``optimize`` has a start-up of seconds, so each runs once."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import DEFAULT_CONFIG, FOLDER_CONFIG, write_digit_photos
+from tests.helpers import CONFIGS, DEFAULT_CONFIG, FOLDER_CONFIG, write_digit_photos, write_mask_folder
 
 pytest.importorskip("litdata")
 
@@ -33,3 +33,31 @@ def converted(tmp_path_factory) -> dict:
     args = folder_args(root, tmp / "cache")
     assert optimize([*args, "--output", str(tmp / "shards")]) == 0
     return {"root": root, "cache_dir": tmp / "cache", "output": tmp / "shards", "args": args}
+
+
+@pytest.fixture(scope="session")
+def converted_boxes(tmp_path_factory) -> dict:
+    """40 digit canvases (64 px, 1 to 4 boxes each) as COCO json, converted to shards once (train 28, val 6, test
+    6): ``{"root", "output", "task"}`` (``task``: what a fit from the shards adds to default.yaml). Read-only."""
+    pytest.importorskip("faster_coco_eval")
+    from litstarter.data.digit_boxes import write_canvases, write_coco
+
+    tmp = tmp_path_factory.mktemp("streaming_boxes")
+    root = tmp / "coco"
+    write_coco(root, write_canvases(root, 40, seed=4))
+    task = ["--config", str(CONFIGS / "task" / "detection.yaml")]
+    args = [*folder_args(root, tmp / "cache"), *task, "--data.image_size", "64"]
+    assert optimize([*args, "--output", str(tmp / "shards")]) == 0
+    return {"root": root, "output": tmp / "shards", "task": [*task, "--model.overlays=0"]}
+
+
+@pytest.fixture(scope="session")
+def converted_masks(tmp_path_factory) -> dict:
+    """40 digit canvases with their masks (as :func:`~tests.helpers.write_mask_folder` writes them) converted to
+    shards at 32 px once (train 28, val 6, test 6): ``{"root", "output", "task"}`` as :func:`converted_boxes`."""
+    tmp = tmp_path_factory.mktemp("streaming_masks")
+    root = write_mask_folder(tmp / "masks", 40)
+    task = ["--config", str(CONFIGS / "task" / "segmentation.yaml")]
+    args = [*folder_args(root, tmp / "cache"), *task, "--data.image_size", "32"]
+    assert optimize([*args, "--output", str(tmp / "shards")]) == 0
+    return {"root": root, "output": tmp / "shards", "task": [*task, "--model.overlays=0"]}
