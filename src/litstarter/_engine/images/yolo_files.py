@@ -6,6 +6,11 @@
   and every line of a list file, goes through :func:`.confine.confine` before anything is opened: an absolute
   value or one that climbs out of ``data.root`` is refused naming ``data.yaml`` and the key (or the list file and
   its line). A folder link inside ``data.root`` may lead elsewhere, as everywhere.
+* Two spellings of real exports are read as Ultralytics reads them, each said in one line: an absolute ``path``
+  (or key) that, resolved, is ``data.root`` or a folder inside it (Ultralytics writes the dataset's own folder
+  there) is read as the relative path it names; a split's ``../x`` that leaves ``data.root`` is read as ``x`` where
+  that is inside it (``check_det_dataset``'s rule for a missing ``../`` path, which Roboflow's export relies on:
+  ``train: ../train/images`` beside the folder ``train/``). Nothing outside ``data.root`` is opened either way.
 * ``names`` (a list, or a dict of index to name) names each class once; a name given twice is refused.
 * Each image's boxes are in ``labels/`` beside ``images/`` (the last ``images`` folder of its path), a ``.txt`` of
   ``cls cx cy w h`` lines normalised to the image's size; no file: no boxes.
@@ -13,22 +18,26 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import posixpath
 from pathlib import Path
 
 from ..errors import BadInputError, UsageError
 from .box_files import Annotated, checked, shown_size
-from .confine import confine
+from .confine import LEAVES, confine, outside_root
 from .listing import Walker, shown
 from .preprocess import is_image_file
+
+log = logging.getLogger("litstarter")
 
 YOLO_CONFIG = "data.yaml"
 #: The keys of ``data.yaml`` that name a split's images.
 SPLIT_KEYS = ("train", "val", "test")
-#: Why a value that climbs out may have been written so (Roboflow's export), in the refusal.
+#: What a refused ``../`` value lacked, in the refusal.
 ROBOFLOW_HINT = (
-    " (Roboflow's export writes ../train/images for the folder train/images beside data.yaml: write it relative"
-    " to data.yaml's folder)"
+    " (a ../x value is read as x when x is a folder or list file inside data.root, as Ultralytics reads Roboflow's"
+    " train: ../train/images; here it is not)"
 )
 
 
@@ -73,11 +82,12 @@ def split_images(root: Path, config: dict, walker: Walker) -> dict[str, list[Pat
         BadInputError: a value or a line leaves ``root``; a folder or list file does not exist.
     """
     source = f"'{root / YOLO_CONFIG}'"
-    given = [("key path", str(config["path"]))] if config.get("path") not in (None, "") else []
+    given = [("key path", _as_read(root, "path", str(config["path"])))] if config.get("path") not in (None, "") else []
     (base,) = confine(source, root, given, what="key(s)", thing="a folder") or ["."]
     values = {key: config[key] for key in SPLIT_KEYS if config.get(key) not in (None, "")}
-    entries = [(f"key {key}", str(v)) for key, value in values.items() for v in _as_list(value)]
-    hint = ROBOFLOW_HINT if any(v.startswith("../") for _, v in entries) else ""
+    written = [(key, str(v)) for key, value in values.items() for v in _as_list(value)]
+    entries = [(f"key {key}", _as_read(root, key, v, base)) for key, v in written]
+    hint = ROBOFLOW_HINT if any(v.startswith("../") for _, v in written) else ""
     confined = iter(confine(source, root, entries, what="key(s)", thing="a folder or list file", base=base, hint=hint))
     named = {key: [root / next(confined) for _ in _as_list(value)] for key, value in values.items()}
     missing = [f"{key}: {shown(p)}" for key, paths in named.items() for p in paths if not p.exists()]
@@ -91,6 +101,46 @@ def split_images(root: Path, config: dict, walker: Walker) -> dict[str, list[Pat
             else:
                 out.setdefault(key, []).extend(_listed(root, path, base))
     return out
+
+
+def _as_read(root: Path, key: str, value: str, base: str = "") -> str:
+    """``value`` of ``data.yaml``'s ``key`` as it is read, relative to ``base`` (``path``, for a split's key): an
+    absolute value that, resolved, is ``root`` or inside it, as the relative path it names; a split's ``../x`` that
+    leaves ``root``, as ``x`` where that is inside it (a folder or list file there). Each rewrite is said in one
+    line; any other value is returned as written, for :func:`.confine.confine` to judge."""
+    where = f"'{root / YOLO_CONFIG}' key {key} '{shown(value)}'"
+    inside = _within(root, value)
+    if inside is not None:
+        what = "is data.root" if inside == "." else "lies inside data.root"
+        log.info("data: %s %s: read as '%s' (relative to data.root)", where, what, inside)
+        return posixpath.relpath(inside, base) if base else inside
+    if key == "path" or not value.startswith("../") or outside_root(posixpath.join(base, value)) != LEAVES:
+        return value
+    rest = value[3:]
+    kept = posixpath.normpath(posixpath.join(base, rest))
+    if outside_root(kept) is not None or not (root / kept).exists():
+        return value
+    log.info(
+        "data: %s leaves data.root: read as '%s', as Ultralytics reads a ../ path that does not exist (Roboflow's"
+        " export writes them)",
+        where,
+        rest,
+    )
+    return rest
+
+
+def _within(root: Path, value: str) -> str | None:
+    """An absolute ``value`` as the path relative to ``root`` it names when it is ``root`` or inside it: by its
+    spelling, or where its links lead (``root``'s too); ``None`` otherwise. Only names are compared and links read:
+    nothing is opened."""
+    if "\0" in value or not os.path.isabs(value):
+        return None
+    for candidate in dict.fromkeys((os.path.normpath(value), os.path.realpath(value))):
+        for folder in dict.fromkeys((os.path.abspath(root), os.path.realpath(root))):
+            relative = os.path.relpath(candidate, folder)
+            if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
+                return Path(relative).as_posix()
+    return None
 
 
 def _as_list(value) -> list:
