@@ -3,8 +3,9 @@
 Every requirement in pyproject.toml has a floor the suite passed on and a cap: below the next major, or below the
 next minor for the dependencies whose private internals we use (tests/test_compat.py lists them). A cap of one
 component (``<3``) is raised to the next major after the newest release, one of two (``<4.54``) to the next minor,
-so the kind of cap is kept. ``make update-deps APPLY=1`` writes them, upgrades the venv and runs ``make test`` on
-the new versions: raise the floors too once it passes there, and keep the old caps if it fails.
+so the kind of cap is kept. ``make update-deps APPLY=1`` writes them and renews the hashed locks (scripts/lock.py):
+the locks are written only once the suite passes on them, and the old caps come back if it fails. Raise the floors
+too once it passes.
 """
 
 from __future__ import annotations
@@ -78,16 +79,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {old} -> {new}")
     if not found:
         print("update-deps: every cap admits the newest release already")
-        return 0
     if not args.apply:
-        print("update-deps: make update-deps APPLY=1 writes these, upgrades .venv and runs make test on them")
+        print("update-deps: make update-deps APPLY=1 writes these and renews the hashed locks, once the suite passes")
         return 0
+    raised = text
     for old, new in found:
-        text = text.replace(f'"{old}"', f'"{new}"', 1)
-    path.write_text(text, encoding="utf-8")
-    names = [Requirement(new).name for _, new in found]
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-e", ".[dev]", "--upgrade", *names], check=True)
-    print("update-deps: caps raised in pyproject.toml; make test now runs on the new versions")
+        raised = raised.replace(f'"{old}"', f'"{new}"', 1)
+    path.write_text(raised, encoding="utf-8")
+    from lock import renew  # a sibling: make runs this file as a script, so scripts/ is on sys.path
+
+    if renew() != 0:  # the suite failed on the new versions: the old caps stay with the old locks
+        path.write_text(text, encoding="utf-8")
+        return 1
     return 0
 
 
