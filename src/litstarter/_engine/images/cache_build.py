@@ -177,12 +177,18 @@ def _write_targets(folder: Path, split: str, kept: list[dict], kind: TargetKind,
 
 
 def _check_classes_kept(root: Path, train: np.ndarray, kind: TargetKind, names: list[str], bad: list[dict]) -> None:
+    """Refuse a class (label) the train split has no image of: left so by ``data.on_bad_file=skip`` (naming the bad
+    files), or by the split itself (a label set's rare label carved into val or test: one line)."""
     missing = kind.empty(train, names)
-    if missing:
+    if missing and bad:
         plural = "classes" if kind.noun == "class" else f"{kind.noun}s"
         raise BadInputError(
             f"{plural} {missing} have no readable training images left after data.on_bad_file=skip; a"
             f" {kind.noun} is never dropped silently. {bad_files_error(root, bad)}"
+        )
+    if missing:
+        raise BadInputError(
+            f"data.root '{root}': {kind.empty_warning(train, names)}; a {kind.noun} is never dropped silently"
         )
 
 

@@ -216,22 +216,11 @@ class CachedImageFolder:
         return cache, listing.summary(counts)
 
     def warn_empty(self, cache: ImageCache) -> None:
-        """One warning line naming the classes the train split holds none of (a mask class without a pixel): the fit
-        cannot learn them, and their scores say nothing."""
-        missing = self.kind.empty(cache.targets("train"), self.class_names) if self.kind.decoded else []
-        if missing:
-            plural = "classes" if self.kind.noun == "class" else f"{self.kind.noun}s"
-            unit = {"pixels": "pixel", "rows": "box"}.get(self.kind.storage, "image")
-            hint = "; check classes.txt, data.ignore_index and data.binary_masks" if unit == "pixel" else ""
-            log.warning(  # one line (a warnings.warn would echo its source line too)
-                "data.root '%s': %s %s have no %s in the train split: the fit cannot learn them and their scores are"
-                " empty%s",
-                self.root,
-                plural,
-                missing,
-                unit,
-                hint,
-            )
+        """One warning line naming the classes (labels) the train split holds none of, as the targets' kind counts
+        them (an image, a mask's pixel, a box): the fit cannot learn them, and their scores say nothing."""
+        line = self.kind.empty_warning(cache.targets("train"), self.class_names)
+        if line:
+            log.warning("data.root '%s': %s", self.root, line)  # one line (warnings.warn echoes its source line)
 
     def load_or_build(self, listing: Listing | None = None, on_bad_file: str | None = None) -> ImageCache:
         """Reuse the cache if it matches the files as listed, else build it (with a progress bar).

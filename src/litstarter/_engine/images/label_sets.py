@@ -9,13 +9,15 @@ Two forms of ``data.labels`` carry several labels per image (the plain ``path,la
   cell ``0`` or ``1``; a row of zeros is an image with none of them.
 
 The vocabulary is the sorted set of labels train has (every label in the file when the splits are carved). A
-val or test row naming a label train lacks is refused, naming the row. Splits from the fractions use the greedy
+val or test row naming a label train lacks is refused, naming the row; a label column no train row marks (every
+cell 0) is no label of the fit, said in one line. Splits from the fractions use the greedy
 iterative stratification of Sechidis et al. (2011): the rarest label's images are placed first, each into the
 split that lacks the most of that label, so every label is spread by the fractions as far as the sets allow.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BadInputError
+
+log = logging.getLogger("litstarter")
 
 #: Separates the labels in the ``labels`` cell.
 SEPARATOR = ";"
@@ -83,6 +87,21 @@ def check_vocabulary(csv_path: Path, rows: Sequence) -> None:
                 f"data.labels '{csv_path}' {row.describe()}: label(s) {unknown} are not in the train split's"
                 f" vocabulary {sorted(train)}; every label must have train images"
             )
+
+
+def warn_unmarked(csv_path: Path, rows: Sequence, columns: Sequence[str]) -> None:
+    """One line naming the label columns (the one-column-per-label form) that no train row marks 1: they are no
+    label of the fit (the vocabulary is train's), so nothing would learn or score them. A column marked in val or
+    test rows alone is refused by :func:`check_vocabulary` first."""
+    train = {name for row in rows if row.split in (None, "train") for name in row.labels}
+    unmarked = [c for c in columns if c not in train]
+    if unmarked:
+        log.warning(
+            "data.labels '%s': label column(s) %s mark no train image (every cell 0): not labels of this fit, nothing"
+            " can learn them; give them images, or drop the columns",
+            csv_path,
+            unmarked,
+        )
 
 
 def multi_hot(label_sets: Sequence[Sequence[str]], vocabulary: Sequence[str]) -> np.ndarray:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..errors import BadInputError, UsageError
 from .confine import confine
-from .label_sets import NOT_LABELS, check_vocabulary, column_labels, csv_form, split_cell
+from .label_sets import NOT_LABELS, check_vocabulary, column_labels, csv_form, split_cell, warn_unmarked
 from .label_values import holds_values, row_values
 from .listing import Found, Walker, shown
 from .splits import SPLIT_ALIASES, SPLIT_NAMES, canonical_split
@@ -246,6 +246,8 @@ def read_labels_file(
     _check_duplicates(csv_path, rows)
     if form in ("labels", "columns"):
         check_vocabulary(csv_path, rows)
+        if form == "columns":
+            warn_unmarked(csv_path, rows, list(headers.values()))
     elif has_split:
         _check_splits(csv_path, rows)
     return rows, form, list(headers.values())

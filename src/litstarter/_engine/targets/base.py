@@ -42,6 +42,10 @@ class TargetKind:
     #: The eval view's centre crop (a fraction of the stored size) where ``data.crop_pct`` is unset; ``None``: the
     #: data module's (ImageNet's 224/256).
     eval_crop: ClassVar[float | None] = None
+    #: What of a split holds a class (an image, a mask's pixel, a box), in :meth:`empty_warning`.
+    holder: ClassVar[str] = "image"
+    #: Where to look when a class has none in the train split, appended to :meth:`empty_warning`.
+    empty_hint: ClassVar[str] = ""
 
     @property
     def decoded(self) -> bool:
@@ -115,6 +119,18 @@ class TargetKind:
     def empty(self, stored: np.ndarray, names: Sequence[str]) -> list[str]:
         """The names no image of ``stored`` (the train split, after bad files were skipped) has; none by default."""
         return []
+
+    def empty_warning(self, stored: np.ndarray, names: Sequence[str]) -> str | None:
+        """The line that names the classes (labels) :meth:`empty` finds in ``stored``, the train split: the fit
+        cannot learn them and their scores say nothing; ``None`` when every one is held."""
+        missing = self.empty(stored, names)
+        if not missing:
+            return None
+        plural = "classes" if self.noun == "class" else f"{self.noun}s"
+        return (
+            f"{plural} {missing} have no {self.holder} in the train split: the fit cannot learn them and their"
+            f" scores are empty{self.empty_hint}"
+        )
 
     def class_counts(self, stored: np.ndarray, k: int) -> np.ndarray:
         """``(k,)`` images per class (per label) of ``stored``: inverse-frequency weights and samplers."""

@@ -39,6 +39,11 @@ class BoxTargets(TargetKind):
     fewest = 1
     #: The whole image: a centre crop would cut the objects at its edges away from evaluation and ``infer``.
     eval_crop = 1.0
+    holder = "box"
+    empty_hint = (
+        "; check the annotations (a COCO category, a YOLO name or a CSV label that no train box has, or boxes"
+        " data.on_bad_box: skip left out)"
+    )
 
     def __init__(self, num_classes: int = 1, on_bad_box: str = "error") -> None:
         self.num_classes, self.on_bad_box = num_classes, on_bad_box
@@ -100,6 +105,10 @@ class BoxTargets(TargetKind):
         return isinstance(target, list) and all(
             isinstance(box, list) and len(box) == 5 and 0 <= int(box[4]) < k for box in target
         )
+
+    def empty(self, stored: RaggedRows, names: Sequence[str]) -> list[str]:
+        """The classes no box of ``stored`` (the train split's boxes, as cached) has."""
+        return [n for n, count in zip(names, self.class_counts(stored, len(names)), strict=True) if count == 0]
 
     def class_counts(self, stored: RaggedRows, k: int) -> np.ndarray:
         """Boxes of each class."""

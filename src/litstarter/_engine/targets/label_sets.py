@@ -23,6 +23,8 @@ class LabelSetTargets(TargetKind):
     name = "label_set"
     noun = "label"
     how = "stratified by label (iterative stratification)"
+    #: A label only val or test rows carry is refused when the CSV is read: here the fractions carved it away.
+    empty_hint = "; lower data.val_fraction and data.test_fraction, or give those labels more images"
 
     def stack(self, targets: Sequence, names: Sequence[str]) -> np.ndarray:
         """``(N, K)`` float32: 1 where the image has the label."""

@@ -33,6 +33,8 @@ class MaskTargets(TargetKind):
     name = "mask"
     how = "stratified by the classes each mask holds (iterative stratification)"
     storage = "pixels"
+    holder = "pixel"
+    empty_hint = "; check classes.txt, data.ignore_index and data.binary_masks"
 
     def __init__(self, root: Path | None = None, options: MaskOptions | None = None) -> None:
         self.root = root
