@@ -83,7 +83,7 @@ def _epochs(run: Path) -> int | None:
 def split_pixels(root: Path, cache: Path) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """The train and test split of the image-folder defaults (the same listing, seed and carve as the fit), as
     16 px raw pixels: the baselines' input, whatever size the network used."""
-    from litstarter._engine.baseline import pixels
+    from litstarter.baseline import pixels
     from litstarter.data import ImageFolderDataModule
 
     data = ImageFolderDataModule(root=str(root), image_size=32, cache_dir=str(cache), num_workers=0)

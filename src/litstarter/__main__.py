@@ -16,7 +16,8 @@ import sys
 from typing import NamedTuple
 
 from litstarter import extras
-from litstarter._engine.errors import USAGE, UsageError, run_reporting
+from litstarter._engine.errors import run_reporting
+from litstarter.errors import USAGE, UsageError
 
 # LightningCLI's subcommands (``LightningCLI.subcommands()``; a test keeps the two equal), with our help lines.
 LIGHTNING_COMMANDS: dict[str, str] = {

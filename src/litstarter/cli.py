@@ -16,11 +16,11 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.cli import LightningArgumentParser
 
-from litstarter._engine.errors import UserError
 from litstarter._engine.run.checks import data_fact, num_classes_of
 from litstarter._engine.run.cli import RunCLI
 from litstarter._engine.run.tracking import SaveConfigAndLogIt
 from litstarter.callbacks.write_test_metrics import WriteTestMetrics
+from litstarter.errors import UserError
 from litstarter.models.timm_data_config import resize_of
 from litstarter.tasks.base import ImageTask
 

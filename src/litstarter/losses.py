@@ -7,7 +7,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 ClassWeights = Literal["auto"] | list[float] | None
 

@@ -13,7 +13,7 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 log = logging.getLogger("litstarter")
 

@@ -82,7 +82,7 @@ def test_a_multilabel_run_predicts_and_resumes_with_its_labels_and_thresholds(mu
 
 
 def test_targets_of_another_task_are_refused_in_one_line_naming_both_and_the_config(tmp_path: Path) -> None:
-    from litstarter._engine.errors import UsageError
+    from litstarter.errors import UsageError
     from tests.helpers import CONFIGS, FOLDER_CONFIG, fast_fit_args, write_digit_composites, write_digit_photos
 
     composites = write_digit_composites(tmp_path / "composites", 40)

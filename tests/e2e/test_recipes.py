@@ -78,8 +78,8 @@ def test_ema_and_mixing_resume_after_sigkill_exactly_as_uninterrupted(tmp_path: 
 def test_flip_tta_on_a_flip_invariant_folder_changes_logits_keeps_top1_and_is_recorded(tmp_path: Path) -> None:
     """Classes by colour (noisy, overlapping: a short fit gets most but not all): a mirror image keeps its class,
     so averaging over flips changes the logits but must not cost top-1; metrics.json says which views were used."""
-    from litstarter._engine.tta import tta_logits
     from litstarter.tasks.classification import ImageClassifier
+    from litstarter.tta import tta_logits
 
     counts = {split: {c: n for c in ("red", "green", "blue")} for split, n in (("train", 24), ("val", 8), ("test", 20))}
     root = make_image_folder(tmp_path / "photos", counts, colours="distinct", spread=70.0, noise=90.0, size=(16, 16))

@@ -35,7 +35,7 @@ def test_each_tasks_help_lists_its_own_arguments_and_the_shared_ones_and_no_othe
 
 
 def test_unknown_config_key_fails_at_parse_time_naming_the_key_the_file_and_the_nearest_option(tmp_path: Path) -> None:
-    from litstarter._engine.errors import UsageError
+    from litstarter.errors import UsageError
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("model:\n  lable_smoothing: 0.1\n")
@@ -44,7 +44,7 @@ def test_unknown_config_key_fails_at_parse_time_naming_the_key_the_file_and_the_
 
 
 def test_wrong_type_fails_at_parse_time_naming_the_key() -> None:
-    from litstarter._engine.errors import UsageError
+    from litstarter.errors import UsageError
 
     with pytest.raises(UsageError, match="trainer.max_epochs: expected int or null, got 'many'"):
         run_cli(["fit", "--config", str(DEFAULT_CONFIG), "--trainer.max_epochs=many"])
@@ -52,7 +52,7 @@ def test_wrong_type_fails_at_parse_time_naming_the_key() -> None:
 
 def test_missing_checkpoint_path_names_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope" / "last.ckpt"
-    from litstarter._engine.errors import UsageError
+    from litstarter.errors import UsageError
 
     with pytest.raises(UsageError, match=f"--ckpt_path '{missing}' does not exist"):
         run_cli(

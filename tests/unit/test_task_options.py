@@ -140,7 +140,7 @@ def test_batch_plan_is_printed_and_lr_scales_with_the_global_batch(tmp_path: Pat
 
 @pytest.mark.parametrize("dropout", [2.0, -0.5, 1.0])
 def test_a_dropout_outside_its_range_is_one_line_naming_the_key(dropout: float) -> None:
-    from litstarter._engine.errors import UsageError
+    from litstarter.errors import UsageError
 
     with pytest.raises(UsageError, match=rf"^model\.dropout must be in \[0, 1\), got {dropout}$"):
         tiny_model(dropout=dropout)

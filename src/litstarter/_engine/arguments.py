@@ -7,7 +7,9 @@ import argparse
 import sys
 from typing import NoReturn
 
-from .errors import UsageError, did_you_mean
+from litstarter.errors import UsageError
+
+from .errors import did_you_mean
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .errors import BadInputError, UsageError
+from litstarter.errors import BadInputError, UsageError
 
 
 class CheckpointError(BadInputError, ValueError):

@@ -1,14 +1,8 @@
-"""One user-error class for every subcommand: a sentence for the user and the exit code that goes with it.
+"""How a user's mistake reaches the terminal: one line ``litstarter <subcommand>: error: <message>`` and its exit code.
 
-A user's mistake (a bad option, a missing folder, a corrupt image or model file) raises :class:`UserError`;
-``litstarter`` prints ``litstarter <subcommand>: error: <message>`` and exits with its code, without a
-traceback. Anything else is a bug and keeps its traceback. ``LITSTARTER_TRACEBACK=1`` shows the traceback
-for user errors too. No torch, no Lightning: the light subcommands import this.
-
-| code | meaning | examples |
-| --- | --- | --- |
-| 2 (:data:`USAGE`) | the command line or config is wrong | unknown option, bad config value, missing path |
-| 1 (:data:`BAD_INPUT`) | the inputs exist but can't be used | unreadable images, a corrupt checkpoint or model file |
+The error classes themselves are public, in :mod:`litstarter.errors`; this module finds one behind whatever a
+subcommand raised (:func:`user_error_in`) and reports it (:func:`run_reporting`). ``LITSTARTER_TRACEBACK=1`` shows
+the traceback for user errors too. No torch, no Lightning: the light subcommands import this.
 """
 
 from __future__ import annotations
@@ -19,38 +13,9 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable
 
-USAGE = 2
-BAD_INPUT = 1
+from litstarter.errors import UsageError, UserError
+
 TRACEBACK_ENV = "LITSTARTER_TRACEBACK"
-
-
-class UserError(Exception):
-    """A mistake in what the user gave us, as one sentence naming the file, key or value.
-
-    Args:
-        message: The sentence shown to the user; it should name the file, key or value and what was expected.
-        exit_code: :data:`USAGE` (2) for options, config values and missing paths; :data:`BAD_INPUT` (1) for
-            unusable data or model files.
-    """
-
-    exit_code: int = USAGE
-
-    def __init__(self, message: str, exit_code: int | None = None) -> None:
-        super().__init__(message)
-        if exit_code is not None:
-            self.exit_code = exit_code
-
-
-class UsageError(UserError, ValueError):
-    """A bad option, config value or path (exit 2); a ``ValueError`` too, for code that checks values."""
-
-    exit_code = USAGE
-
-
-class BadInputError(UserError, ValueError):
-    """Data or a model file that exists but cannot be used (exit 1); a ``ValueError`` too."""
-
-    exit_code = BAD_INPUT
 
 
 def want_traceback() -> bool:

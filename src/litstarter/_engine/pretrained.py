@@ -15,8 +15,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from litstarter.errors import BadInputError, UsageError
+
 from .checkpoints import load_torch_file, state_dict_differences
-from .errors import BadInputError, UsageError
 
 log = logging.getLogger(__name__)
 

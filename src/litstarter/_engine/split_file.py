@@ -6,7 +6,7 @@ import csv
 
 import numpy as np
 
-from .errors import BadInputError
+from litstarter.errors import BadInputError
 
 
 def read_split_file(path: str, n: int) -> dict[str, np.ndarray]:

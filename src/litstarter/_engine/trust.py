@@ -10,7 +10,7 @@ import inspect
 import re
 from collections.abc import Mapping
 
-from .errors import BadInputError, UsageError
+from litstarter.errors import BadInputError, UsageError
 
 #: Class paths under this prefix are this package's own code.
 OWN_PREFIX = __name__.split(".")[0] + "."

@@ -14,7 +14,7 @@ from lightning.pytorch.callbacks import WeightAveraging
 from torch.optim.swa_utils import get_ema_multi_avg_fn
 
 from litstarter._engine.checkpoints import uncompiled_keys
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 
 class EMA(WeightAveraging):

@@ -6,7 +6,7 @@ import lightning as L
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_info
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 
 class FreezeBackbone(Callback):

@@ -10,8 +10,8 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_info
 
 from litstarter._engine.atomic_io import atomic_write
-from litstarter._engine.errors import UsageError
-from litstarter._engine.plots import confusion_matrix_figure
+from litstarter.errors import UsageError
+from litstarter.plots import confusion_matrix_figure
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not when a fit starts
     from matplotlib.figure import Figure

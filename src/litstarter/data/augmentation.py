@@ -17,8 +17,8 @@ import torch
 from torchvision.transforms import v2
 
 from litstarter._engine.augment import fast
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.crop import center_crop_or_resize
+from litstarter.errors import UsageError
 
 
 class FastAugmentation(v2.Transform):

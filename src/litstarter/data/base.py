@@ -22,10 +22,10 @@ import numpy as np
 from torch.utils.data import BatchSampler, DataLoader, Sampler
 
 from litstarter._engine.cores import auto_num_workers
-from litstarter._engine.errors import UsageError
 from litstarter._engine.targets import target_kind
 from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import EpochShuffleSampler, SeedEachItem
+from litstarter.errors import UsageError
 
 
 class ArrayDataModule(L.LightningDataModule):

@@ -14,11 +14,11 @@ from jsonargparse import lazy_instance
 from PIL import Image
 from torchvision.transforms import v2
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.stats import channel_stats
 from litstarter._engine.targets.rows import RaggedRows
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
+from litstarter.errors import UsageError
 
 #: The canvas's side, in pixels; a digit is drawn 1.5 to 3 times its 8 px.
 SIDE, SMALLEST, LARGEST = 64, 12, 24

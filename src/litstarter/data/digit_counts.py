@@ -6,11 +6,11 @@ import numpy as np
 from jsonargparse import lazy_instance
 from torchvision.transforms import v2
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.stats import channel_stats
 from litstarter.data.augmentation import FastAugmentation
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
+from litstarter.errors import UsageError
 
 #: The canvas is a grid of CELLS x CELLS cells of CELL px; a digit (8 px) lands in a cell, shifted by up to 2 px.
 CELLS, CELL = 4, 10

@@ -6,13 +6,13 @@ import numpy as np
 from jsonargparse import lazy_instance
 from torchvision.transforms import v2
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.classes import relabel, select_classes
 from litstarter._engine.images.stats import channel_stats
 from litstarter._engine.split_file import read_split_file
 from litstarter.data.augmentation import FastAugmentation
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
+from litstarter.errors import UsageError
 
 
 class DigitsDataModule(ArrayDataModule):

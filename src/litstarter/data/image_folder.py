@@ -10,7 +10,6 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Sampler
 from torchvision.transforms import v2
 
-from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.cache import ImageCache
 from litstarter._engine.images.folder import CachedImageFolder
 from litstarter._engine.images.label_values import first_non_flag
@@ -18,6 +17,7 @@ from litstarter.data.augmentation import FastAugmentation, describe
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
+from litstarter.errors import BadInputError, UsageError
 
 
 class ImageFolderDataModule(ArrayDataModule):

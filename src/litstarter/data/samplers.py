@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler, DistributedSampler, Sampler
 
-from litstarter._engine.errors import BadInputError
+from litstarter.errors import BadInputError
 
 
 class EpochShuffleSampler(Sampler[tuple[int, int]]):

@@ -19,9 +19,9 @@ from lightning.pytorch.utilities import rank_zero_info
 from torchvision.transforms import v2
 
 from litstarter._engine.cores import auto_num_workers
-from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.shards import SHARDS_MANIFEST, is_remote, join, manifest_problem, read_manifest
 from litstarter.data.augmentation import FastAugmentation, describe
+from litstarter.errors import BadInputError, UsageError
 
 
 class StreamingDataModule(L.LightningDataModule):

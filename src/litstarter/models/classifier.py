@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import nn
 
-from litstarter._engine.errors import BadInputError
+from litstarter.errors import BadInputError
 from litstarter.models.network import ImageNetwork
 from litstarter.models.registry import create_backbone
 

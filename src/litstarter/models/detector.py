@@ -22,7 +22,7 @@ from torch import nn
 from torchvision.ops import FeaturePyramidNetwork
 from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 from litstarter.models.network import ImageNetwork
 from litstarter.models.registry import create_backbone
 from litstarter.models.stages import read_stages, stage_channels

@@ -10,7 +10,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 #: The task hyper-parameters that fix the network's shape (recorded so ``weights.pt`` can load). ``image_size`` is
 #: one of them: ``small_cnn``'s stem downsamples by a factor chosen from it.

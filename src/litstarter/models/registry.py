@@ -23,8 +23,8 @@ from pathlib import Path
 
 from torch import nn
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.trust import import_class
+from litstarter.errors import UsageError
 
 BackboneFactory = Callable[..., nn.Module]
 

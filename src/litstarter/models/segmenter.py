@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 from litstarter.models.network import DECODER_KEY, ImageNetwork
 from litstarter.models.registry import create_backbone
 from litstarter.models.small_cnn import conv_bn_relu

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 from litstarter.models.registry import register_backbone
 
 #: Images with a side above this many pixels get a downsampling stem and per-image standardisation (``"auto"``);

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 from litstarter.models.network import ImageNetwork
 
 #: The input's sides are padded up to a multiple of this (the encoders' output stride).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 #: The modules that make a torchvision ResNet readable by stage.
 RESNET = ("conv1", "bn1", "maxpool", "layer1", "layer4")

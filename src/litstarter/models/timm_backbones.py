@@ -23,8 +23,8 @@ from urllib.parse import urlparse
 import torch
 from torch import nn
 
-from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.pretrained import WeightsUnavailableError
+from litstarter.errors import BadInputError, UsageError
 from litstarter.models.registry import BackboneError, register_backbone_prefix
 from litstarter.models.timm_data_config import PREFIX
 from litstarter.models.timm_data_config import data_config as resolve_data_config

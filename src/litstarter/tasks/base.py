@@ -19,10 +19,10 @@ from torchmetrics import MeanMetric, MetricCollection
 from litstarter import optim
 from litstarter._engine.batch_plan import ScaleMode, batch_plan, scale_lr
 from litstarter._engine.checkpoints import compile_child, match_keys, uncompile_child, uncompiled_keys
-from litstarter._engine.errors import UsageError
 from litstarter._engine.init_from import TransferReport, load_matching_weights
 from litstarter._engine.schedulers import build_scheduler
 from litstarter.callbacks.freeze_backbone import FreezeBackbone
+from litstarter.errors import UsageError
 from litstarter.models import check_weights, create_backbone, list_backbones
 from litstarter.models.build import build_network
 from litstarter.models.network import architecture_of
@@ -81,7 +81,7 @@ class ImageTask(L.LightningModule):
     #: Where to find the config that selects this task (named when the data's targets are another task's).
     task_config: ClassVar[str] = ""
     #: After the test after fit, ``baseline(datamodule, metrics_path, seed=, epochs=, trainer=)`` scores simple
-    #: models on the same split beside the network (``litstarter._engine.baseline``); None: no baseline.
+    #: models on the same split beside the network (``litstarter.baseline``); None: no baseline.
     baseline: ClassVar = None
     #: Read by ThroughputMonitor each step; None: FLOPs not measured (it then logs samples/s, no MFU).
     flops_per_batch: int | None = None

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import torch
 
-from litstarter._engine.baseline import add_baseline_to_metrics
-from litstarter._engine.batch_mix import BatchMix
-from litstarter._engine.errors import UsageError
-from litstarter._engine.tta import TTAView, check_tta, tta_logits
+from litstarter.baseline import add_baseline_to_metrics
+from litstarter.batch_mix import BatchMix
+from litstarter.errors import UsageError
 from litstarter.losses import ClassWeights, cross_entropy, inverse_frequency_weights
 from litstarter.metrics import classification_metrics, scalar_metrics, selection_score, split_confusion_matrix
 from litstarter.tasks.base import ImageTask
+from litstarter.tta import TTAView, check_tta, tta_logits
 
 
 class ImageClassifier(ImageTask):
@@ -23,7 +23,7 @@ class ImageClassifier(ImageTask):
         class_weights: Cross-entropy weight per class: ``auto`` (inverse class frequency of the train split, saved
             in checkpoints), ``num_classes`` weights, or ``null``. A loss-side alternative to ``data.sampler``.
         mixup_alpha: MixUp's Beta(alpha, alpha) on training batches (soft targets; train metrics on the dominant label).
-        cutmix_alpha: CutMix's; with both set, one of the two per batch (``litstarter._engine.batch_mix``).
+        cutmix_alpha: CutMix's; with both set, one of the two per batch (``litstarter.batch_mix``).
         mix_off_after_epoch: Train on unmixed batches from this epoch on; ``null``: mix to the end.
         tta: Test-time views whose probabilities ``test`` and ``predict`` average: ``hflip``, ``crops`` (five shifted
             crops). Off by default: a flip changes the class of text, digits, arrows.

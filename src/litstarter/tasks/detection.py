@@ -18,8 +18,8 @@ from typing import Literal
 import torch
 from lightning.pytorch.loggers import TensorBoardLogger
 
-from litstarter._engine.errors import UsageError
-from litstarter._engine.plots import box_overlays
+from litstarter.errors import UsageError
+from litstarter.plots import box_overlays
 from litstarter.tasks.base import ImageTask
 
 Detectors = Literal["fcos", "retinanet", "faster_rcnn", "ssdlite"]

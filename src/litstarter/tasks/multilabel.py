@@ -3,7 +3,7 @@
 * Loss: ``BCEWithLogitsLoss`` on ``(B, K)`` logits against ``(B, K)`` 0/1 targets; ``pos_weight: auto`` weighs each
   label's positives by negatives / positives of the train split; ``label_smoothing`` moves the targets towards 0.5.
 * Thresholds: after every validation one threshold per label is tuned on the validation split for that label's F1
-  (``litstarter._engine.multilabel.tune_thresholds``; a label with no positive there keeps 0.5), so the best
+  (``litstarter.thresholds.tune_thresholds``; a label with no positive there keeps 0.5), so the best
   checkpoint carries the thresholds tuned for its weights (buffer ``label_thresholds``). ``model.thresholds`` (one
   number or one per label) overrides them, at fit and at test.
 * Metrics (torchmetrics' multilabel functions, on the whole stage's probabilities): ``map_macro`` (mean average
@@ -31,10 +31,10 @@ from torchmetrics.functional.classification import (
     multilabel_stat_scores,
 )
 
-from litstarter._engine.errors import UsageError
-from litstarter._engine.multilabel import positive_weights, tune_thresholds
+from litstarter.errors import UsageError
 from litstarter.metrics import selection_score
 from litstarter.tasks.base import ImageTask
+from litstarter.thresholds import positive_weights, tune_thresholds
 
 
 class MultilabelClassifier(ImageTask):

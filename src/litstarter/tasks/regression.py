@@ -18,8 +18,8 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import nn
 from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection, R2Score
 
-from litstarter._engine.baseline import add_regression_baselines
-from litstarter._engine.errors import UsageError
+from litstarter.baseline import add_regression_baselines
+from litstarter.errors import UsageError
 from litstarter.metrics import selection_score
 from litstarter.tasks.base import ImageTask
 

@@ -18,10 +18,10 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score, MulticlassJaccardIndex
 
-from litstarter._engine.errors import UsageError
-from litstarter._engine.plots import mask_overlays
+from litstarter.errors import UsageError
 from litstarter.losses import ClassWeights, check_class_weights, inverse_frequency_weights
 from litstarter.metrics import selection_score
+from litstarter.plots import mask_overlays
 from litstarter.tasks.base import ImageTask
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from litstarter._engine.errors import BadInputError
+from litstarter.errors import BadInputError
 from litstarter.extras.cv.folds import assign_folds
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, FOLDER_CONFIG, run_litstarter, write_digit_composites
 

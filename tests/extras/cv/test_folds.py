@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from litstarter._engine.errors import BadInputError
+from litstarter.errors import BadInputError
 from litstarter.extras.cv.folds import assign_folds, copy_groups
 from tests.helpers import DEFAULT_CONFIG, assert_refused, run_cases
 

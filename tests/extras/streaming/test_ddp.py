@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from litstarter._engine.errors import UsageError
 from litstarter.data import StreamingDataModule
+from litstarter.errors import UsageError
 from tests.extras.streaming.test_optimize import stream_eval_view
 from tests.extras.streaming.test_streaming_data import stream_fit_args
 from tests.helpers import free_port, launcher_env, run_litstarter

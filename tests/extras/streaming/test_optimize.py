@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from litstarter._engine.errors import UsageError
 from litstarter.data import StreamingDataModule
+from litstarter.errors import UsageError
 from litstarter.extras.streaming.command import fit_data_module
 from tests.extras.streaming.conftest import folder_args, optimize
 from tests.helpers import DEFAULT_CONFIG

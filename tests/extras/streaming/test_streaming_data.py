@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from litstarter._engine.errors import UsageError
 from litstarter.cli import main
 from litstarter.data import StreamingDataModule
+from litstarter.errors import UsageError
 from litstarter.tasks.classification import ImageClassifier
 from tests.extras.streaming.recording import KillAt, RecordSamples, records
 from tests.helpers import fast_fit_args, run_cli

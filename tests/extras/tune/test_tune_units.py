@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from litstarter.__main__ import main as litstarter_main
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 from litstarter.extras.tune.command import run_trials, split_overrides
 from litstarter.extras.tune.report import best_config, trial_error, write_trials_csv
 from litstarter.extras.tune.search_space import load_search_space

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from litstarter._engine.arguments import ArgumentParser
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 
 def parser() -> ArgumentParser:

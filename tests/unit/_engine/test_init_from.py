@@ -10,8 +10,8 @@ import torch
 import torchvision
 
 from litstarter._engine.checkpoints import CheckpointError
-from litstarter._engine.errors import UsageError
 from litstarter._engine.init_from import load_matching_weights
+from litstarter.errors import UsageError
 from litstarter.models.classifier import build_classifier
 from litstarter.tasks.classification import ImageClassifier
 

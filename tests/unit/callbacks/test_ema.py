@@ -13,8 +13,8 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from torch import nn
 
 from litstarter._engine.checkpoints import compile_child
-from litstarter._engine.errors import UsageError
 from litstarter.callbacks.ema import EMA
+from litstarter.errors import UsageError
 
 
 class Tiny(L.LightningModule):

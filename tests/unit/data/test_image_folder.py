@@ -12,10 +12,10 @@ import pytest
 import torch
 from torch.utils.data import SequentialSampler
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.stats import channel_stats
 from litstarter.data import ImageFolderDataModule
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler, SeedEachItem
+from litstarter.errors import UsageError
 from litstarter.tasks.classification import ImageClassifier
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, best_checkpoint, make_image_folder, run_cli
 

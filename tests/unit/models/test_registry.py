@@ -13,8 +13,8 @@ import pytest
 import torch
 import torchvision
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.pretrained import adapt_stem_weight
+from litstarter.errors import UsageError
 from litstarter.models import create_backbone, list_backbones, list_weights
 from litstarter.models.torchvision_backbones import FAMILIES
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.init_from import load_matching_weights
+from litstarter.errors import UsageError
 from litstarter.models.build import build_network
 from litstarter.models.classifier import Classifier
 from litstarter.models.segmenter import Segmenter

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from litstarter import optim
-from litstarter._engine.errors import UsageError
 from litstarter._engine.pretrained import WeightsUnavailableError
+from litstarter.errors import UsageError
 from litstarter.models import Classifier, check_weights, create_backbone
 from litstarter.models.registry import BackboneError, is_class_path
 

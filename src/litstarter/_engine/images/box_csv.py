@@ -16,7 +16,8 @@ import csv
 import math
 from pathlib import Path
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from .box_files import Annotated, checked
 from .confine import confine
 from .listing import shown

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from .listing import shown
 
 #: Bad boxes named in full in a refusal; the rest are counted.

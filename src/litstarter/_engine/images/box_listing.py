@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from .box_csv import box_header, read_box_csv
 from .box_files import Annotated
 from .coco_json import read_coco

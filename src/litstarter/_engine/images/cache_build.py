@@ -22,8 +22,9 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
+from litstarter.errors import BadInputError
+
 from ..atomic_io import atomic_write
-from ..errors import BadInputError
 from ..leftovers import owner_tag
 from ..targets import TargetKind, target_kind
 from .cache import ImageCache, MemmapImages, OnBadFile, listing_digest, load_cache, targets_file

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from .listing import Found, Walker, shown
 from .preprocess import IMAGE_EXTENSIONS, is_image_file
 from .splits import SPLIT_NAMES, SourceFile, source_file

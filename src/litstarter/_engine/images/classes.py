@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import UsageError
+from litstarter.errors import UsageError
 
 
 def select_classes(available: Sequence[str], classes: Sequence[str | int] | None, source: str) -> list[str]:

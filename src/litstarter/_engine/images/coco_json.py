@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from .box_files import Annotated, checked
 from .confine import confine, outside_root
 from .listing import shown

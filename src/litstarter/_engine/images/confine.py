@@ -16,7 +16,8 @@ import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from .listing import shown
 
 #: Entries named in full in one refusal; the rest are counted.

@@ -13,8 +13,9 @@ import warnings
 from pathlib import Path
 from typing import Literal
 
+from litstarter.errors import UsageError
+
 from ..cores import available_cores
-from ..errors import UsageError
 from ..targets import TargetKind, target_kind
 from .cache import ImageCache, cache_key, load_cache
 from .cache_build import bad_files_error, build_cache, warn_skipped

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
 
 log = logging.getLogger("litstarter")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
 
 #: The largest magnitude a target may have: targets are stored, and trained on, as float32.
 FLOAT32_MAX = float(np.finfo(np.float32).max)

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BadInputError, UsageError
+from litstarter.errors import BadInputError, UsageError
+
 from .confine import confine
 from .label_sets import NOT_LABELS, check_vocabulary, column_labels, csv_form, split_cell, warn_unmarked
 from .label_values import holds_values, row_values

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from .labels_csv import LabelRow, found_rows
 from .listing import Walker, shown
 from .mask_folders import mask_target

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ..errors import BadInputError, UsageError
+from litstarter.errors import BadInputError, UsageError
+
 from ..targets import TargetKind, target_kind
 from .box_files import Annotated
 from .box_listing import list_boxes, read_annotations

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
 
 
 def shown(path: str | os.PathLike) -> str:

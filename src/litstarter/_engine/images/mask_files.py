@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from .listing import shown
 from .mask_formats import LOSSY_WHY, lossy_format
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from .listing import Found, Walker, shown
 from .mask_formats import refuse_lossy
 from .preprocess import is_image_file

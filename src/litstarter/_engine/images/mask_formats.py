@@ -14,7 +14,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from .listing import shown
 
 #: Mask extensions that are always lossy (JPEG); a ``.webp`` or ``.tif`` is read to tell (:func:`lossy_format`).

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from litstarter.errors import UsageError
+
 from ..atomic_io import write_json
-from ..errors import UsageError
 
 SHARDS_MANIFEST = "shards.json"
 #: Bumped when the shards' fields change: shards of another version are rewritten, not read (2: ``target``).

@@ -23,7 +23,8 @@ import os
 import posixpath
 from pathlib import Path
 
-from ..errors import BadInputError, UsageError
+from litstarter.errors import BadInputError, UsageError
+
 from .box_files import Annotated, checked, shown_size
 from .confine import LEAVES, confine, outside_root
 from .listing import Walker, shown

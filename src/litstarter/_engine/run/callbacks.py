@@ -21,8 +21,9 @@ import numpy as np
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
+from litstarter.errors import UsageError
+
 from ..atomic_io import unwritable_reason
-from ..errors import UsageError
 from ..targets import target_kind
 
 log = logging.getLogger("litstarter")

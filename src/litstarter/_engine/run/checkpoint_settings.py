@@ -14,7 +14,8 @@ import json
 import logging
 from collections.abc import Mapping
 
-from ..errors import UsageError
+from litstarter.errors import UsageError
+
 from .tracking import flatten
 
 log = logging.getLogger("litstarter")

@@ -12,8 +12,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from litstarter.errors import UsageError
+
 from ..checkpoints import CheckpointError, load_torch_file, uncompiled_keys
-from ..errors import UsageError
 from ..targets import target_kind
 
 log = logging.getLogger("litstarter")

@@ -31,7 +31,7 @@ import socket
 import time
 from pathlib import Path
 
-from ..errors import UsageError
+from litstarter.errors import UsageError
 
 try:
     import fcntl

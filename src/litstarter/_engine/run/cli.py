@@ -27,7 +27,8 @@ import yaml
 from jsonargparse import ArgumentError
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
-from ..errors import UsageError
+from litstarter.errors import UsageError
+
 from ..trust import check_stored_classes, named_classes
 from .callbacks import CheckCheckpointsWritten, SayWhatAMidEpochResumeReplays, ShareRunVersion, WarnOnTinyValidation
 from .checkpoint_settings import say_what_the_checkpoint_overrules

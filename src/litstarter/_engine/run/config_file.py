@@ -26,7 +26,7 @@ import yaml
 from jsonargparse import ArgumentParser
 from jsonargparse.typing import register_type
 
-from ..errors import UsageError
+from litstarter.errors import UsageError
 
 #: What jsonargparse writes in place of a value it cannot serialise.
 UNSERIALIZABLE = "Unable to serialize instance"

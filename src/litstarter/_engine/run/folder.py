@@ -13,7 +13,8 @@ import importlib.util
 import os
 from pathlib import Path
 
-from ..errors import UsageError
+from litstarter.errors import UsageError
+
 from .claim import FILE_LOGGERS
 
 MLFLOW = "MLFlowLogger"

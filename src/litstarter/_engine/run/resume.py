@@ -28,7 +28,8 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import UsageError
+from litstarter.errors import UsageError
+
 from .claim import (
     CLAIM_ENV,
     VERSION_PREFIX,

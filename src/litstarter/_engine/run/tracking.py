@@ -27,8 +27,9 @@ from lightning.pytorch.cli import SaveConfigCallback
 from lightning.pytorch.loggers import CSVLogger, MLFlowLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 
+from litstarter.errors import UsageError
+
 from ..atomic_io import write_json
-from ..errors import UsageError
 from .folder import MLFLOW_RUN_FILE
 
 # Not hyperparameters: where this run writes (it differs between a run and its resume) and what it resumes from.

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import UsageError
+from litstarter.errors import UsageError
+
 from ..images.label_sets import carve_sets
 from ..images.splits import SourceFile
 from .base import TargetKind

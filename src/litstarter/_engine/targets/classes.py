@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import BadInputError
+from litstarter.errors import BadInputError
+
 from ..images.splits import SourceFile, split_counts
 from .base import TargetKind
 

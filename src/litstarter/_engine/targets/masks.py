@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UsageError
+from litstarter.errors import UsageError
+
 from ..images.label_sets import carve_sets
 from ..images.mask_files import MaskOptions, classes_present, decode_mask, read_palette
 from ..images.splits import SourceFile

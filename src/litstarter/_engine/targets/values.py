@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import UsageError
+from litstarter.errors import UsageError
+
 from ..images.splits import SourceFile
 from .base import TargetKind
 from .classes import carve_groups

@@ -24,7 +24,7 @@ import yaml
 
 from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.atomic_io import write_json
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 from litstarter.extras.cv.fold_run import PREDICTIONS, evaluate, finished, fit, read_predictions, run_fold
 from litstarter.extras.cv.folds import assign_folds, copy_groups
 from litstarter.extras.cv.pool import Pool, read_pool

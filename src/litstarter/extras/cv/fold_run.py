@@ -23,7 +23,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from litstarter._engine.atomic_io import atomic_write, write_json
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 MARKER = "cv_fold.json"
 PREDICTIONS = "oof.csv"

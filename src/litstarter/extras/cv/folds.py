@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from litstarter._engine.errors import BadInputError
 from litstarter._engine.images.leakage import NEAR_DISTANCE
 from litstarter._engine.images.perceptual import close_pairs, from_hex
+from litstarter.errors import BadInputError
 
 
 class UnionFind:

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from litstarter._engine.atomic_io import atomic_write
-from litstarter._engine.errors import UsageError
 from litstarter._engine.targets import TargetKind, target_kind
 from litstarter.data.digits import DigitsDataModule
 from litstarter.data.image_folder import ImageFolderDataModule
+from litstarter.errors import UsageError
 
 
 @dataclass

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 STUDY_FILE = "study.json"
 

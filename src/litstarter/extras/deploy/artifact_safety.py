@@ -22,7 +22,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from litstarter._engine.errors import BadInputError
+from litstarter.errors import BadInputError
 
 TRUST_HINT = "pass --trust_model only if you made this file yourself or trust whoever did"
 

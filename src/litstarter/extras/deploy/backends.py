@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from litstarter._engine.errors import BadInputError, UsageError
+from litstarter.errors import BadInputError, UsageError
 from litstarter.extras.deploy.artifact_safety import check_pt2, require_trust
 from litstarter.extras.deploy.contract import EMBEDDED_KEY, SIDECAR_NAME, ContractError, ModelContract, read_sidecar
 

@@ -8,7 +8,7 @@ import zipfile
 from pathlib import Path
 
 from litstarter._engine.checkpoints import load_state_dict_checked, load_torch_file
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 from litstarter.models.build import build_network
 from litstarter.models.network import ImageNetwork
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
-from litstarter._engine.errors import BadInputError
 from litstarter._engine.images.preprocess import as_size, center_crop_array, load_image
+from litstarter.errors import BadInputError
 from litstarter.extras.deploy.preprocessing import INTERPOLATIONS, preprocessing_fields
 from litstarter.tasks.answers import TaskAnswers, answers_class
 

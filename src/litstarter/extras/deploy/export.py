@@ -30,7 +30,8 @@ import torch
 import litstarter
 from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.atomic_io import write_json
-from litstarter._engine.errors import UsageError, run_reporting
+from litstarter._engine.errors import run_reporting
+from litstarter.errors import UsageError
 from litstarter.extras.deploy.checkpoint import network_from_checkpoint
 from litstarter.extras.deploy.contract import SIDECAR_NAME, ModelContract
 from litstarter.extras.deploy.export_data import ExportError, load_export_data
@@ -196,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``litstarter export``; returns 0 (artifacts left out of a default export included), 1 if an artifact
     named in ``--formats`` (or, by default, ``model.onnx``) was rejected (failed verification, or its exporter or
-    runtime failed) or the checkpoint is unusable, 2 for bad arguments or paths (see ``_engine/errors.py``)."""
+    runtime failed) or the checkpoint is unusable, 2 for bad arguments or paths (see :mod:`litstarter.errors`)."""
     return run_reporting("export", lambda: _run(argv))
 
 

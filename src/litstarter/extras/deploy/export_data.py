@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 from litstarter.extras.deploy.contract import recorded_resize_size
 
 

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING
 
 from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.atomic_io import atomic_write, unwritable_reason
-from litstarter._engine.errors import UsageError, run_reporting
+from litstarter._engine.errors import run_reporting
 from litstarter._engine.images.listing import Walker, file_problem, shown
-from litstarter._engine.tta import check_tta, tta_logits
+from litstarter.errors import UsageError
+from litstarter.tta import check_tta, tta_logits
 
 if TYPE_CHECKING:  # numpy and the backends load when files are predicted: `infer --help` answers without them
     import numpy as np
@@ -130,7 +131,7 @@ def predict_files(
         files: Image files.
         batch_size: Images per forward pass.
         topk: How many classes to keep per image (capped at the number of classes).
-        tta: Views whose probabilities are averaged (``hflip``, ``crops``; see ``litstarter._engine.tta``).
+        tta: Views whose probabilities are averaged (``hflip``, ``crops``; see ``litstarter.tta``).
     """
     import numpy as np
 
@@ -236,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``litstarter infer``; returns 0, 1 if any file failed or the model file is unusable, 2 for bad arguments
-    or paths (see :mod:`litstarter._engine.errors`)."""
+    or paths (see :mod:`litstarter.errors`)."""
     return run_reporting("infer", lambda: _run(argv))
 
 

@@ -24,7 +24,6 @@ from collections import Counter
 
 import numpy as np
 
-from litstarter._engine.baseline import fit_linear_baseline
 from litstarter._engine.images.cache import ImageCache
 from litstarter._engine.images.channels import GREY_MODES
 from litstarter._engine.images.folder import CachedImageFolder
@@ -34,6 +33,7 @@ from litstarter._engine.images.sizes import auto_side
 from litstarter._engine.images.splits import Listing
 from litstarter._engine.run.logs import show_litstarter_logs
 from litstarter._engine.targets import target_kind
+from litstarter.baseline import fit_linear_baseline
 from litstarter.extras.inspect.fit_config import image_folder_of, loader_setting, parse_fit_config
 from litstarter.extras.inspect.label_sets import pos_weight_suggestion
 from litstarter.extras.inspect.quality import quality_report
@@ -174,7 +174,7 @@ def suggest(report: dict, folder: CachedImageFolder, sampler: str, class_weights
 
 
 def validation_baseline(cache, num_classes: int) -> dict | None:
-    """``fit``'s linear baseline (``litstarter._engine.baseline``) on the cached train split, scored on validation."""
+    """``fit``'s linear baseline (``litstarter.baseline``) on the cached train split, scored on validation."""
     if not {"train", "val"} <= set(cache.splits):
         return None
     train, val = (cache.images("train"), cache.targets("train")), (cache.images("val"), cache.targets("val"))

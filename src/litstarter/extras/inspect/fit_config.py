@@ -12,10 +12,10 @@ import warnings
 
 from jsonargparse import Namespace
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.folder import CachedImageFolder
 from litstarter.cli import FIT_CLASSES, LitStarterCLI
 from litstarter.data import ImageFolderDataModule
+from litstarter.errors import UsageError
 from litstarter.tasks.classification import ImageClassifier
 
 #: What ``inspect --data.root <folder>`` reads without a ``--config``: an image folder, under the default task.

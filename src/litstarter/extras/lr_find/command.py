@@ -25,7 +25,7 @@ from pathlib import Path
 
 from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.atomic_io import atomic_write
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 CAVEAT = (
     "the sweep sets every parameter group to one learning rate (model.backbone_lr_scale is off during it) and"

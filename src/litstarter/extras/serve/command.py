@@ -28,7 +28,7 @@ from pathlib import Path
 
 from litstarter._engine.arguments import ArgumentParser
 from litstarter._engine.cores import available_cores
-from litstarter._engine.errors import BadInputError, UsageError
+from litstarter.errors import BadInputError, UsageError
 from litstarter.extras.deploy.backends import Backend, open_model
 from litstarter.extras.serve.options import ServeOptions
 

@@ -19,11 +19,11 @@ import time
 import lightning as L
 from jsonargparse import ArgumentParser
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.shards import SHARDS_VERSION, manifest_problem, read_manifest
 from litstarter._engine.run.logs import show_litstarter_logs
 from litstarter._engine.targets import target_kind
 from litstarter.cli import FIT_CLASSES, LitStarterCLI, fill_in_backbone_resize, interpolation_of, resize_size_of
+from litstarter.errors import UsageError
 from litstarter.extras.streaming.convert import is_empty, write_shards
 from litstarter.extras.streaming.output import check_apart, what_overwrite_removes
 from litstarter.extras.streaming.samples import (

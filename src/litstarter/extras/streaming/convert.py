@@ -14,9 +14,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from litstarter._engine.errors import BadInputError
 from litstarter._engine.images.shards import delete_remote, is_remote, join, remote_keys, write_manifest
 from litstarter._engine.leftovers import owner_tag, remove_stale
+from litstarter.errors import BadInputError
 from litstarter.extras.streaming.samples import Split, sample
 
 #: LitData's chunk size: large enough for few files per split, small enough to stream in parallel.

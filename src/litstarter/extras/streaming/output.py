@@ -7,8 +7,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.shards import SHARDS_MANIFEST, is_remote, remote_files
+from litstarter.errors import UsageError
 
 #: What a shards folder holds: ``shards.json``, and LitData's ``index.json`` and chunks, at the top (a dataset
 #: LitData wrote itself) or one folder down (a split of ours).

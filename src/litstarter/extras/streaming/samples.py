@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.images.classes import relabel
 from litstarter._engine.images.shards import SHARDS_VERSION
 from litstarter.data import ArrayDataModule, DigitsDataModule, ImageFolderDataModule
+from litstarter.errors import UsageError
 
 SPLITS = ("train", "val", "test")
 #: What the cache records of each file by its change rules (its manifest's columns); ``--encoded`` checks them again

@@ -25,9 +25,10 @@ import yaml
 from jsonargparse import Namespace
 
 from litstarter._engine.arguments import ArgumentParser
-from litstarter._engine.errors import UsageError, want_traceback
+from litstarter._engine.errors import want_traceback
 from litstarter._engine.run.folder import MLFLOW, check_loggers
 from litstarter._engine.run.tracking import check_mlflow_settings
+from litstarter.errors import UsageError
 from litstarter.extras.tune.objective import check_objective
 from litstarter.extras.tune.report import (
     summary_table,

@@ -21,7 +21,7 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.callbacks import Callback
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 from litstarter.extras.tune.search_space import SearchSpace
 
 SHOWN = 20  # names listed in the refusal; the rest are counted

@@ -27,7 +27,7 @@ import numpy as np
 import optuna
 import yaml
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 SAMPLERS = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler}
 PRUNERS = {

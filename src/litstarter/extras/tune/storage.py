@@ -23,7 +23,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from litstarter._engine.errors import UsageError
+from litstarter.errors import UsageError
 
 HEARTBEAT_INTERVAL_S = 60
 HEARTBEAT_GRACE_S = 180  # a trial silent this long on a database is taken as dead

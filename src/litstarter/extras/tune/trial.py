@@ -19,7 +19,8 @@ import optuna
 import yaml
 from optuna_integration import PyTorchLightningPruningCallback
 
-from litstarter._engine.errors import UsageError, want_traceback
+from litstarter._engine.errors import want_traceback
+from litstarter.errors import UsageError
 from litstarter.extras.tune.search_space import SearchSpace
 from litstarter.extras.tune.storage import WORKER_ATTR, this_worker
 

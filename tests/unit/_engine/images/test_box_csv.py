@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from litstarter._engine.errors import BadInputError
 from litstarter.data import ImageFolderDataModule
 from litstarter.data.digit_boxes import write_box_csv, write_canvases
+from litstarter.errors import BadInputError
 
 
 @pytest.fixture(scope="module")

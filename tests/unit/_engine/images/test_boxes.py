@@ -14,10 +14,10 @@ import torch
 from PIL import Image
 from torchvision.transforms import v2
 
-from litstarter._engine.errors import BadInputError
 from litstarter.data import ArrayImageDataset, FastAugmentation, ImageFolderDataModule
 from litstarter.data.augmentation import augment_with_boxes
 from litstarter.data.digit_boxes import write_box_csv, write_canvases, write_coco, write_yolo
+from litstarter.errors import BadInputError
 
 
 def module(root: Path, cache: Path, **options) -> ImageFolderDataModule:

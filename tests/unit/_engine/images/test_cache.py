@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import litstarter._engine.images.cache_build as cache_module
-from litstarter._engine.errors import BadInputError
 from litstarter._engine.images.cache import MemmapImages, load_cache
 from litstarter._engine.images.manifest import MANIFEST
 from litstarter._engine.images.preprocess import load_image
 from litstarter.data import ImageFolderDataModule
+from litstarter.errors import BadInputError
 from tests.helpers import make_image_folder, write_image
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from litstarter._engine.errors import BadInputError
 from litstarter._engine.images.layout import detect_layout
 from litstarter.data import ImageFolderDataModule
 from litstarter.data.digit_boxes import write_canvases, write_coco
+from litstarter.errors import BadInputError
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from litstarter._engine.errors import BadInputError
 from litstarter._engine.images import confine as confine_module
 from litstarter._engine.images.confine import NAMED, confine, outside_root
 from litstarter.data import ImageFolderDataModule
 from litstarter.data.digit_boxes import write_box_csv, write_canvases, write_coco, write_yolo
+from litstarter.errors import BadInputError
 
 #: The sentence every reader's refusal shares: the one check behind them all.
 SHARED = "A path must be relative to data.root and stay inside it once normalised"

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from litstarter._engine.errors import BadInputError
 from litstarter._engine.images.folder import CachedImageFolder
 from litstarter._engine.images.label_sets import multi_hot, stratify
 from litstarter._engine.images.labels_csv import read_labels_file
-from litstarter._engine.multilabel import tune_thresholds
+from litstarter.errors import BadInputError
+from litstarter.thresholds import tune_thresholds
 from tests.helpers import write_image
 
 SETS = [("cat",), ("cat", "dog"), (), ("bird", "dog"), ("dog",), ("cat",), ("bird",), ("cat", "dog"), (), ("dog",)]

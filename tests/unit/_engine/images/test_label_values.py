@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.labels_csv import read_labels_file
 from litstarter.data import ImageFolderDataModule
+from litstarter.errors import BadInputError, UsageError
 from litstarter.tasks.multilabel import MultilabelClassifier
 from litstarter.tasks.regression import ImageRegressor
 from tests.helpers import write_image

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.cache import MANIFEST
 from litstarter._engine.images.folder import CachedImageFolder
 from litstarter._engine.images.labels_csv import ABSOLUTE_OPTION
 from litstarter.data import ImageFolderDataModule
+from litstarter.errors import BadInputError, UsageError
 from tests.helpers import make_image_folder
 
 

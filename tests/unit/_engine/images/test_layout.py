@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.layout import detect_layout, list_sources
+from litstarter.errors import BadInputError, UsageError
 from tests.helpers import make_image_folder, write_image
 
 
@@ -189,7 +189,7 @@ def test_a_folder_that_cannot_be_read_is_named(tmp_path: Path) -> None:
     (root / "b" / "locked").mkdir()
     script = (
         "import sys; from litstarter._engine.images.layout import detect_layout, list_sources\n"
-        "from litstarter._engine.errors import BadInputError\n"
+        "from litstarter.errors import BadInputError\n"
         f"root = {str(root)!r}\n"
         "try:\n    list_sources(root, detect_layout(root), 0.34, 0.0, 0)\n"
         "except BadInputError as err:\n    print(err); sys.exit(1)\n"

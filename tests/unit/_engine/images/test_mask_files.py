@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from litstarter._engine.errors import BadInputError, UsageError
 from litstarter._engine.images.mask_classes import binary_foreground
 from litstarter._engine.images.mask_formats import lossy_format
 from litstarter.data import ImageFolderDataModule
+from litstarter.errors import BadInputError, UsageError
 
 pytestmark = pytest.mark.filterwarnings("ignore:data leakage:UserWarning")  # the drawn images look alike
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from litstarter._engine.errors import BadInputError
 from litstarter.data import ImageFolderDataModule
+from litstarter.errors import BadInputError
 from tests.helpers import write_mask_folder
 
 

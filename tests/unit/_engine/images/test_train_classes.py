@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from litstarter._engine.errors import BadInputError
 from litstarter.data import ImageFolderDataModule
 from litstarter.data.digit_boxes import write_canvases, write_coco, write_yolo
+from litstarter.errors import BadInputError
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, FOLDER_CONFIG, make_image_folder, run_cli
 from tests.unit._engine.images.test_label_sets import NAMES, SETS, write_pool
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from litstarter._engine.errors import BadInputError
 from litstarter.data import ImageFolderDataModule
 from litstarter.data.digit_boxes import CLASS_NAMES, write_canvases, write_yolo
+from litstarter.errors import BadInputError
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.run.checks import num_classes_of
+from litstarter.errors import UsageError
 
 
 def data(target_kind: str, names: list[str]) -> SimpleNamespace:

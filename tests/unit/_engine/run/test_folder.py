@@ -11,9 +11,9 @@ import pytest
 from jsonargparse import Namespace
 
 from litstarter.__main__ import main as litstarter_main
-from litstarter._engine.errors import UsageError
 from litstarter._engine.run.claim import claim_run_directory, end_claim
 from litstarter._engine.run.folder import check_loggers, resume_in_the_checkpoints_run, share_one_run_directory
+from litstarter.errors import UsageError
 from tests.helpers import CONFIGS, DEFAULT_CONFIG
 
 TB = "lightning.pytorch.loggers.TensorBoardLogger"

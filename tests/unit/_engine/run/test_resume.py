@@ -16,10 +16,10 @@ import pytest
 import yaml
 from jsonargparse import Namespace
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.run import claim as run_claim
 from litstarter._engine.run.checkpoint_settings import overruled, say_what_the_checkpoint_overrules
 from litstarter._engine.run.resume import choose_run, differences, resolve_resume, run_checkpoint
+from litstarter.errors import UsageError
 
 TB = "lightning.pytorch.loggers.TensorBoardLogger"
 

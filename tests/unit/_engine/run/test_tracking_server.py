@@ -10,8 +10,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from litstarter._engine.errors import UsageError
 from litstarter._engine.run.tracking import check_tracking_server
+from litstarter.errors import UsageError
 
 pytest.importorskip("requests")
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from litstarter._engine.errors import UsageError
-from litstarter._engine.tta import check_tta, tta_logits, views
+from litstarter.errors import UsageError
+from litstarter.tta import check_tta, tta_logits, views
 
 
 def test_views_are_the_same_on_torch_and_numpy_and_keep_the_size() -> None:

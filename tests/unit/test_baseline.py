@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from litstarter._engine.baseline import Baseline, fit_linear_baseline, pixels, verdict
+from litstarter.baseline import Baseline, fit_linear_baseline, pixels, verdict
 
 
 def two_brightness_classes(n: int, size: tuple[int, int], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

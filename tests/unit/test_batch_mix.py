@@ -8,8 +8,8 @@ import logging
 import pytest
 import torch
 
-from litstarter._engine.batch_mix import BatchMix
-from litstarter._engine.errors import UsageError
+from litstarter.batch_mix import BatchMix
+from litstarter.errors import UsageError
 from litstarter.tasks.classification import ImageClassifier
 
 K = 10

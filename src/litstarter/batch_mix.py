@@ -9,8 +9,8 @@ import os
 import torch
 from torchvision.transforms import v2
 
-from .errors import UsageError
-from .seeds import mix_seed
+from litstarter._engine.seeds import mix_seed
+from litstarter.errors import UsageError
 
 log = logging.getLogger("litstarter")  # printed by every CLI run, from rank 0
 

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .atomic_io import write_json
+from litstarter._engine.atomic_io import write_json
 
 log = logging.getLogger("litstarter")
 

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from .errors import UsageError
+from litstarter.errors import UsageError
 
 TTAView = Literal["hflip", "crops"]
 #: Pixels the ``crops`` views shift by, as a fraction of the smaller image side (at least one pixel).
