@@ -3,7 +3,7 @@ same split the network was tested on, so that a network which a linear model mat
 
 On a small or simple set a linear model can beat the network (a tiny set of grey crops: logistic regression 1.00,
 the network 0.90); nothing else would tell the user. The images are averaged down to at most ``SIDE`` pixels a
-side, at most ``MAX_TRAIN`` training images are used (a seeded draw), and the solver's iterations are capped: a few
+side, at most 4,000 training images are used (a seeded draw), and the solver's iterations are capped: a few
 seconds whatever the data.
 """
 
@@ -22,16 +22,24 @@ import torch.nn.functional as F
 
 from litstarter._engine.atomic_io import write_json
 
+__all__ = [
+    "Baseline",
+    "add_baseline_to_metrics",
+    "add_regression_baselines",
+    "fit_linear_baseline",
+    "fit_regression_baselines",
+]
+
 log = logging.getLogger("litstarter")
 
 #: Pixels a side the images are averaged down to (never up).
 SIDE = 16
 #: Training images the baseline fits on at most, and held-out images it is scored on (seeded draws beyond that).
-MAX_TRAIN = 4000
-MAX_SCORED = 10000
+_MAX_TRAIN = 4000
+_MAX_SCORED = 10000
 #: The network is "clearly better" when it makes at most this fraction of the baseline's test errors (on the 8x8
 #: digits: 1% against 2%, clearly better; a tiny set at 0.90 against 1.00, not).
-ERROR_RATIO = 0.75
+_ERROR_RATIO = 0.75
 
 
 @dataclass(frozen=True)
@@ -69,10 +77,10 @@ def fit_linear_baseline(
     test: tuple[np.ndarray, np.ndarray],
     num_classes: int,
     seed: int = 0,
-    max_train: int = MAX_TRAIN,
+    max_train: int = _MAX_TRAIN,
 ) -> Baseline | None:
     """Logistic regression on the raw pixels of ``train`` (``(images, labels)``), scored on ``test`` (at most
-    :data:`MAX_SCORED` of it).
+    :data:`_MAX_SCORED` of it).
 
     Returns None when the training images hold fewer than two classes (nothing to fit).
     """
@@ -85,7 +93,7 @@ def fit_linear_baseline(
     start = time.perf_counter()
     chosen = _draw(len(train[1]), max_train, seed)
     x, y = pixels(train[0][chosen]), np.asarray(train[1])[chosen]
-    scored = _draw(len(test[1]), MAX_SCORED, seed)
+    scored = _draw(len(test[1]), _MAX_SCORED, seed)
     if len(np.unique(y)) < 2 or len(test[1]) == 0:
         return None
     model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=200, C=1.0))
@@ -103,8 +111,8 @@ def verdict(
     baseline: Baseline, network_acc: float, train_images: int, image_size: tuple[int, int], epochs: int | None = None
 ) -> str | None:
     """One line, with the likeliest reasons and switches, when the network does not beat the baseline clearly
-    (:data:`ERROR_RATIO`)."""
-    if network_acc > baseline.acc and 1.0 - network_acc <= ERROR_RATIO * (1.0 - baseline.acc):
+    (:data:`_ERROR_RATIO`)."""
+    if network_acc > baseline.acc and 1.0 - network_acc <= _ERROR_RATIO * (1.0 - baseline.acc):
         return None
     reasons = [
         f"{train_images} training images may be too few for a network: start from pretrained weights (a torchvision"
@@ -123,7 +131,7 @@ def verdict(
     )
 
 
-def log_to_loggers(loggers, scores: dict[str, float], step: int) -> None:
+def _log_to_loggers(loggers, scores: dict[str, float], step: int) -> None:
     """``scores`` to each of a run's Lightning loggers (TensorBoard, MLflow, CSV), as test metrics at ``step``.
 
     They come after the test, which finalised the loggers; each is finalised again, so that TensorBoard writes its
@@ -158,7 +166,7 @@ def add_baseline_to_metrics(
     metrics.update(scores)
     write_json(metrics_path, metrics)
     if trainer is not None:
-        log_to_loggers(trainer.loggers, scores, trainer.global_step)
+        _log_to_loggers(trainer.loggers, scores, trainer.global_step)
     log.info(
         f"baseline: logistic regression on raw pixels ({baseline.train_images} training images, {baseline.seconds:.1f}"
         f" s): test accuracy {baseline.acc:.3f}, macro-F1 {baseline.f1_macro:.3f}; written to {metrics_path.name}"
@@ -180,7 +188,7 @@ def fit_regression_baselines(
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    chosen, scored = _draw(len(train[1]), MAX_TRAIN, seed), _draw(len(test[1]), MAX_SCORED, seed)
+    chosen, scored = _draw(len(train[1]), _MAX_TRAIN, seed), _draw(len(test[1]), _MAX_SCORED, seed)
     if len(chosen) < 2 or len(scored) == 0:
         return None
     y = np.asarray(train[1], dtype=np.float64)[chosen].reshape(len(chosen), -1)
@@ -214,7 +222,7 @@ def add_regression_baselines(
     metrics.update(scores)
     write_json(metrics_path, metrics)
     if trainer is not None:
-        log_to_loggers(trainer.loggers, scores, trainer.global_step)
+        _log_to_loggers(trainer.loggers, scores, trainer.global_step)
     network = float(metrics.get("test/mae", float("nan")))
     log.info(
         f"baselines: test MAE {scores['test/baseline_mean_mae']:.4g} predicting the train mean,"

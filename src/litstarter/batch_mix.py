@@ -12,6 +12,8 @@ from torchvision.transforms import v2
 from litstarter._engine.seeds import mix_seed
 from litstarter.errors import UsageError
 
+__all__ = ["BatchMix"]
+
 log = logging.getLogger("litstarter")  # printed by every CLI run, from rank 0
 
 

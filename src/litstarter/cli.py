@@ -24,10 +24,12 @@ from litstarter.errors import UserError
 from litstarter.models.timm_data_config import resize_of
 from litstarter.tasks.base import ImageTask
 
+__all__ = ["LitStarterCLI", "main"]
+
 log = logging.getLogger("litstarter")
 
 
-def import_tasks() -> None:
+def _import_tasks() -> None:
     """Import every task module of the package (``tasks/<name>.py``; not the answers): each is then known by its
     short name (``--model ImageRegressor``) and by the config that selects it. A new task is a new file."""
     package = importlib.import_module("litstarter.tasks")
@@ -36,7 +38,7 @@ def import_tasks() -> None:
             importlib.import_module(f"{package.__name__}.{info.name}")
 
 
-import_tasks()
+_import_tasks()
 
 
 def resize_size_of(datamodule) -> tuple[int, int] | None:
@@ -150,7 +152,7 @@ class LitStarterCLI(RunCLI):
         super().after_fit()
 
     def compare_with_baseline(self) -> None:
-        """The task's baselines beside the network's in ``metrics.json`` and the loggers (``_engine.baseline``)."""
+        """The task's baselines beside the network's in ``metrics.json`` and the loggers (``litstarter.baseline``)."""
         writer = next((c for c in self.trainer.callbacks if isinstance(c, WriteTestMetrics)), None)
         run_dir = self.trainer.log_dir  # a collective under DDP (rank 0 broadcasts it): every rank must ask
         if writer is not None and run_dir and self.trainer.is_global_zero:

@@ -9,6 +9,8 @@ from torch import nn
 
 from litstarter.errors import UsageError
 
+__all__ = ["ClassWeights", "check_class_weights", "cross_entropy", "inverse_frequency_weights"]
+
 ClassWeights = Literal["auto"] | list[float] | None
 
 

@@ -16,15 +16,17 @@ from torchmetrics.classification import (
     MulticlassRecall,
 )
 
+__all__ = ["classification_metrics", "scalar_metrics", "selection_score", "split_confusion_matrix"]
+
 # Exact AUROC: it keeps every (N, K) probability (4 * N * K bytes, gathered across processes at compute).
 # The binned variant (an int here) has constant memory, but under `deterministic: true` torchmetrics counts
 # its bins with an (N*K*bins) x (K*bins*4) comparison: minutes per batch. Bin only with deterministic off.
-AUROC_THRESHOLDS = None
+_AUROC_THRESHOLDS = None
 # Key of the (K, K) confusion matrix in a stage's collection; split off before logging scalars.
-CONFUSION_MATRIX = "confusion_matrix"
+_CONFUSION_MATRIX = "confusion_matrix"
 #: The most val/loss can add to ``val/select``: under one image's step of macro-F1 on validation splits up to
 #: about 10,000 images, so it only orders epochs whose macro-F1 ties.
-TIE_BREAK = 1e-4
+_TIE_BREAK = 1e-4
 
 
 def selection_score(f1_macro: torch.Tensor, loss: torch.Tensor) -> torch.Tensor:
@@ -36,7 +38,7 @@ def selection_score(f1_macro: torch.Tensor, loss: torch.Tensor) -> torch.Tensor:
         f1_macro: The epoch's macro-F1, in 0..1.
         loss: The epoch's mean validation loss (>= 0).
     """
-    return f1_macro + TIE_BREAK / (1.0 + loss)
+    return f1_macro + _TIE_BREAK / (1.0 + loss)
 
 
 def classification_metrics(num_classes: int, stage: str) -> MetricCollection:
@@ -63,8 +65,8 @@ def classification_metrics(num_classes: int, stage: str) -> MetricCollection:
             "precision_macro": MulticlassPrecision(k, average="macro"),
             "recall_macro": MulticlassRecall(k, average="macro"),
             "recall": MulticlassRecall(k, average=None),  # (K,): one value per class
-            "auroc_macro": MulticlassAUROC(k, average="macro", thresholds=AUROC_THRESHOLDS),
-            CONFUSION_MATRIX: MulticlassConfusionMatrix(k),
+            "auroc_macro": MulticlassAUROC(k, average="macro", thresholds=_AUROC_THRESHOLDS),
+            _CONFUSION_MATRIX: MulticlassConfusionMatrix(k),
         }
     if stage == "test":
         metrics["ece"] = MulticlassCalibrationError(k, n_bins=15, norm="l1")
@@ -74,7 +76,7 @@ def classification_metrics(num_classes: int, stage: str) -> MetricCollection:
 def split_confusion_matrix(values: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
     """Take the ``(K, K)`` confusion matrix (rows: true class) out of a computed collection."""
     values = dict(values)
-    key = next((k for k in values if k.endswith("/" + CONFUSION_MATRIX) or k == CONFUSION_MATRIX), None)
+    key = next((k for k in values if k.endswith("/" + _CONFUSION_MATRIX) or k == _CONFUSION_MATRIX), None)
     return values, (values.pop(key) if key is not None else None)
 
 

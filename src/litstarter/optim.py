@@ -15,10 +15,20 @@ from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
 
 from litstarter.errors import UsageError
 
+__all__ = [
+    "WarmupCosineLR",
+    "default_optimizer",
+    "default_scheduler",
+    "layer_decay_groups",
+    "param_groups",
+    "total_grad_norm",
+    "weight_decay_groups",
+]
+
 log = logging.getLogger("litstarter")
 
 # Layers whose parameters are a scale and a shift: decaying them toward 0 fights the normalisation.
-NORM_LAYERS: tuple[type[nn.Module], ...] = (
+_NORM_LAYERS: tuple[type[nn.Module], ...] = (
     nn.BatchNorm1d,
     nn.BatchNorm2d,
     nn.BatchNorm3d,
@@ -47,7 +57,7 @@ def weight_decay_groups(module: nn.Module) -> list[dict]:
             if not param.requires_grad or id(param) in seen:  # shared parameters appear once
                 continue
             seen.add(id(param))
-            if isinstance(module_, NORM_LAYERS) or name == "bias" or name.endswith("_bias"):
+            if isinstance(module_, _NORM_LAYERS) or name == "bias" or name.endswith("_bias"):
                 no_decay.append(param)
             else:
                 decay.append(param)
@@ -55,7 +65,7 @@ def weight_decay_groups(module: nn.Module) -> list[dict]:
     return [g for g in groups if g["params"]]
 
 
-def split_groups_by_module(groups: list[dict], module: nn.Module, name: str, rest: str) -> list[dict]:
+def _split_groups_by_module(groups: list[dict], module: nn.Module, name: str, rest: str) -> list[dict]:
     """Split every parameter group in two, ``module``'s parameters and the others, so that the backbone's can get
     their own ``lr``. Each keeps its settings and is named ``name`` / ``rest`` (``_no_decay`` appended where
     ``weight_decay`` is 0), so ``LearningRateMonitor`` logs e.g. ``lr-AdamW/backbone``.
@@ -169,7 +179,7 @@ def param_groups(
         return params
     params = list(params)
     groups = params if params and isinstance(params[0], dict) else [{"params": params}]
-    return split_groups_by_module(groups, backbone, "backbone", rest="head")
+    return _split_groups_by_module(groups, backbone, "backbone", rest="head")
 
 
 def layer_decay_groups(module: nn.Module, backbone: nn.Module, layer_decay: float, no_decay: bool) -> list[dict]:

@@ -10,9 +10,11 @@ import torch
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not when a fit starts
     from matplotlib.figure import Figure
 
+__all__ = ["box_overlays", "class_colours", "confusion_matrix_figure", "mask_overlays"]
+
 # Above these sizes the cell counts, then the tick labels, become unreadable; the colours still tell.
-ANNOTATE_MAX_CLASSES = 20
-TICKS_MAX_CLASSES = 50
+_ANNOTATE_MAX_CLASSES = 20
+_TICKS_MAX_CLASSES = 50
 
 
 def confusion_matrix_figure(matrix: torch.Tensor, class_names: Sequence[str], title: str) -> Figure:
@@ -38,10 +40,10 @@ def confusion_matrix_figure(matrix: torch.Tensor, class_names: Sequence[str], ti
     ax = fig.add_subplot()
     image = ax.imshow(rates.numpy(), cmap="Blues", vmin=0.0, vmax=1.0)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="fraction of the true class")
-    if k <= TICKS_MAX_CLASSES:
+    if k <= _TICKS_MAX_CLASSES:
         ax.set_xticks(range(k), [str(n) for n in class_names], rotation=90 if k > 10 else 0)
         ax.set_yticks(range(k), [str(n) for n in class_names])
-    if k <= ANNOTATE_MAX_CLASSES:
+    if k <= _ANNOTATE_MAX_CLASSES:
         for i in range(k):
             for j in range(k):
                 if counts[i, j]:

@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import torch
 
+__all__ = ["positive_weights", "tune_thresholds"]
+
 #: The threshold a label keeps when its F1 cannot be tuned (no positives in the validation split).
-FALLBACK_THRESHOLD = 0.5
+_FALLBACK_THRESHOLD = 0.5
 
 
 def tune_thresholds(probs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """One threshold per label, maximising that label's F1 on ``(probs, targets)`` (a label is predicted at or
     above its threshold). Every distinct probability is a candidate cut; the threshold is the midpoint between the
     chosen cut and the next lower probability, so the F1 reached here is the F1 at the threshold. A label with no
-    positive (or whose best F1 is 0) keeps :data:`FALLBACK_THRESHOLD`. Ties keep the highest threshold.
+    positive (or whose best F1 is 0) keeps 0.5 (:data:`_FALLBACK_THRESHOLD`). Ties keep the highest threshold.
 
     Args:
         probs: ``(N, K)`` sigmoid probabilities.
         targets: ``(N, K)`` 0/1 targets.
     """
     probs, targets = probs.double().cpu(), (targets > 0.5).double().cpu()
-    out = torch.full((probs.shape[1],), FALLBACK_THRESHOLD, dtype=torch.float64)
+    out = torch.full((probs.shape[1],), _FALLBACK_THRESHOLD, dtype=torch.float64)
     for k in range(probs.shape[1]):
         p, order = probs[:, k].sort(descending=True)
         t = targets[order, k]

@@ -17,9 +17,11 @@ from typing import Literal
 
 from litstarter.errors import UsageError
 
+__all__ = ["TTAView", "check_tta", "tta_logits", "views"]
+
 TTAView = Literal["hflip", "crops"]
 #: Pixels the ``crops`` views shift by, as a fraction of the smaller image side (at least one pixel).
-CROP_SHIFT = 1 / 16
+_CROP_SHIFT = 1 / 16
 
 
 def check_tta(tta: Sequence[str] | None, key: str = "model.tta") -> list[str]:
@@ -51,7 +53,7 @@ def views(images, tta: Sequence[str]) -> list:
     out = [images]
     if "crops" in tta:
         h, w = images.shape[-2:]
-        s = max(1, round(min(h, w) * CROP_SHIFT))
+        s = max(1, round(min(h, w) * _CROP_SHIFT))
         padded = _pad(images, s)
         out += [padded[..., y : y + h, x : x + w] for y, x in [(0, 0), (0, 2 * s), (2 * s, 0), (2 * s, 2 * s)]]
     if "hflip" in tta:

@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from litstarter.metrics import (
-    TIE_BREAK,
+    _TIE_BREAK,
     classification_metrics,
     scalar_metrics,
     selection_score,
@@ -81,7 +81,7 @@ def test_selection_follows_macro_f1_and_only_a_tie_goes_to_the_lower_loss() -> N
     assert selection_score(f1(1.0), loss(0.05)) > selection_score(f1(1.0), loss(0.40))
     one_image = 1 / 5000
     assert selection_score(f1(0.9 + one_image), loss(5.0)) > selection_score(f1(0.9), loss(0.0))
-    assert 0 < selection_score(f1(0.5), loss(0.3)) - 0.5 < TIE_BREAK
+    assert 0 < selection_score(f1(0.5), loss(0.3)) - 0.5 < _TIE_BREAK
 
 
 def test_validation_logs_the_selection_score_beside_its_parts(digits_run: Path) -> None:
@@ -89,7 +89,7 @@ def test_validation_logs_the_selection_score_beside_its_parts(digits_run: Path) 
     f1, loss, select = (events.Scalars(tag) for tag in ("val/f1_macro", "val/loss", "val/select"))
     assert len(select) == len(f1) == len(loss)
     for a, b, c in zip(f1, loss, select, strict=True):
-        assert c.value == pytest.approx(a.value + TIE_BREAK / (1 + b.value), abs=1e-6)
+        assert c.value == pytest.approx(a.value + _TIE_BREAK / (1 + b.value), abs=1e-6)
 
 
 def test_baseline_false_writes_no_baseline(tmp_path: Path) -> None:

@@ -1,3 +1,49 @@
-"""The tasks: one LightningModule per task over a shared base (``base.py``), each picked by its config
+"""The tasks: one LightningModule per task over the shared :class:`ImageTask`, each picked by its config
 (``configs/task/<name>.yaml``), and each task's answers (``<name>_answers.py``: torch-free, for ``infer`` and
-``serve``). This file imports nothing, so reading a task's answers never loads torch."""
+``serve``).
+
+The names below are imported on first use (PEP 562), not when this package is: reading a task's answers must never
+load torch, and ``infer``/``serve`` on an ONNX model import :mod:`litstarter.tasks.answers` alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = [
+    "ImageClassifier",
+    "ImageRegressor",
+    "ImageTask",
+    "MultilabelClassifier",
+    "ObjectDetector",
+    "SemanticSegmenter",
+    "TaskAnswers",
+    "answers_class",
+    "task_names",
+]
+
+#: The module of this package that defines each public name.
+_HOMES = {
+    "ImageTask": "base",
+    "ImageClassifier": "classification",
+    "MultilabelClassifier": "multilabel",
+    "ImageRegressor": "regression",
+    "SemanticSegmenter": "segmentation",
+    "ObjectDetector": "detection",
+    "TaskAnswers": "answers",
+    "answers_class": "answers",
+    "task_names": "answers",
+}
+
+
+def __getattr__(name: str):
+    """Import a public name's module on first use (PEP 562) and keep the name here."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
