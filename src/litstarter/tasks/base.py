@@ -1,9 +1,9 @@
 """What every task shares: the network, the optimiser and scheduler, fine-tuning, memory savers and checkpoints.
 
-A task is a subclass (``tasks/classification.py``, ``tasks/multilabel.py``) that owns its loss, its metrics, the
-steps that feed them and what a prediction returns, with only its own arguments. The config picks it by class path
-(``--config configs/task/<name>.yaml``); the data module says what its targets are (``target_kind``) and the task
-refuses, in one line, targets that are not its own.
+A task is a subclass of :class:`ImageTask` (``tasks/classification.py``, or a project's own ``task.py``) that owns
+its loss, its metrics, the steps that feed them and what a prediction returns, with only its own arguments. The
+config picks it by class path (``--config configs/task/<name>.yaml``); the data module says what its targets are
+(``target_kind``) and the task refuses, in one line, targets that are not its own. Public: ``litstarter.tasks``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,15 @@ BackboneName = Literal[tuple(list_backbones())]
 
 class ImageTask(L.LightningModule):
     """The shared base of every task: a network of a backbone and a head, trained by the task's loss.
+
+    A subclass sets :attr:`task_name` (one of :func:`litstarter.tasks.task_names`: the answers that ``export``,
+    ``infer`` and ``serve`` give) and :attr:`target_kind`, and defines its ``loss`` and its four steps:
+    ``training_step`` returns the loss (after :meth:`log_train_loss`), ``validation_step`` feeds its metrics (and
+    ``self.val_loss``, a mean over the epoch's images) and ``on_validation_epoch_end`` logs them with ``val/select``
+    (what checkpoints and early stopping follow: higher is better), ``test_step`` feeds ``test/*``, and
+    ``predict_step`` returns what a prediction is. It may add :meth:`answers_state` and :meth:`unsaved_arguments`.
+    The network is ``self.net`` (``self(images)`` runs it on ``(B, C, H, W)`` images in 0..255), built from the
+    arguments below.
 
     Args:
         backbone: A registered name (``litstarter.models.list_backbones()``; ``configs/model/<name>.yaml`` selects

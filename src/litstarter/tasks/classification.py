@@ -1,4 +1,17 @@
-"""Single-label classification: one class per image, cross-entropy on the logits, a softmax for probabilities."""
+"""Single-label classification: one class per image (the default task: ``configs/default.yaml`` names it).
+
+* Loss: cross-entropy on the ``(B, K)`` logits (:meth:`ImageClassifier.loss`), with ``label_smoothing`` and
+  ``class_weights``; MixUp and CutMix (``mixup_alpha``, ``cutmix_alpha``) train it on soft targets.
+* Metrics (torchmetrics, :func:`litstarter.metrics.classification_metrics`): ``acc`` and ``f1_macro``; validation
+  and test add macro precision, recall and AUROC, recall per class and the confusion matrix, test the calibration
+  error ``ece``. ``val/select`` is ``f1_macro`` with ties broken by the lower loss.
+* Predictions: a softmax over the classes, averaged over ``tta``'s views when asked.
+* After the test after fit, a logistic regression on the raw pixels scores the same split (``test/baseline_acc``).
+
+``litstarter new --task classification`` copies this file into a project as its ``task.py``; from then on the copy is
+the project's to edit (its loss, its steps, its metrics), and it imports public names of ``litstarter`` only
+(``docs/api.md``), which change only with the library's major version.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +22,14 @@ from litstarter.batch_mix import BatchMix
 from litstarter.errors import UsageError
 from litstarter.losses import ClassWeights, cross_entropy, inverse_frequency_weights
 from litstarter.metrics import classification_metrics, scalar_metrics, selection_score, split_confusion_matrix
-from litstarter.tasks.base import ImageTask
+from litstarter.tasks import ImageTask
 from litstarter.tta import TTAView, check_tta, tta_logits
 
 
 class ImageClassifier(ImageTask):
     """Image classification with cross-entropy on logits (the default task: ``configs/default.yaml`` names it).
 
-    Takes :class:`~litstarter.tasks.base.ImageTask`'s arguments too (``--help`` lists them).
+    Takes :class:`~litstarter.tasks.ImageTask`'s arguments too (``--help`` lists them).
 
     Args:
         label_smoothing: Cross-entropy label smoothing in [0, 1).
@@ -27,7 +40,7 @@ class ImageClassifier(ImageTask):
         mix_off_after_epoch: Train on unmixed batches from this epoch on; ``null``: mix to the end.
         tta: Test-time views whose probabilities ``test`` and ``predict`` average: ``hflip``, ``crops`` (five shifted
             crops). Off by default: a flip changes the class of text, digits, arrows.
-        kwargs: The shared arguments of :class:`~litstarter.tasks.base.ImageTask`.
+        kwargs: The shared arguments of :class:`~litstarter.tasks.ImageTask`.
     """
 
     task_name = "single_label"
@@ -72,10 +85,14 @@ class ImageClassifier(ImageTask):
         if stage == "fit" and datamodule is not None and self.hparams.get("class_weights") == "auto":
             self.criterion.weight.copy_(inverse_frequency_weights(datamodule, self.class_names))
 
+    def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy of ``(B, K)`` logits against ``(B,)`` class indices or ``(B, K)`` soft targets (mixed)."""
+        return self.criterion(logits, targets)
+
     def _shared_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         images, labels = batch  # (B, C, H, W) uint8, (B,) int64
         logits = self(images)  # (B, K)
-        return self.criterion(logits, labels), logits
+        return self.loss(logits, labels), logits
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         """Loss on one batch (mixed if asked: ``(B, K)`` soft targets); accuracy accumulates over the epoch."""
@@ -105,7 +122,7 @@ class ImageClassifier(ImageTask):
     def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
         """Accumulate test loss and metrics (on the probabilities averaged over ``tta``'s views, if any)."""
         logits = tta_logits(self, batch[0], self.tta) if self.tta else self(batch[0])  # TTA: log mean probability
-        loss = self.criterion(logits, batch[1])
+        loss = self.loss(logits, batch[1])
         self.test_metrics.update(logits.float().softmax(dim=-1), batch[1])
         self.log("test/loss", loss, on_step=False, on_epoch=True, sync_dist=True)
 

@@ -9,6 +9,10 @@
   0.5:0.95), ``map50``, ``map75``, ``map_small``/``_medium``/``_large`` and ``ap/<class>``; ``val/select`` is
   ``map``. A few validation images are drawn with their predicted (red) and true (green) boxes to TensorBoard.
 * The data gives each image's boxes (``target_kind: boxes``): ``{"boxes": (m, 4) xyxy, "labels": (m,)}``.
+
+``litstarter new --task detection`` copies this file into a project as its ``task.py``; from then on the copy is
+the project's to edit (its loss, its steps, its metrics), and it imports public names of ``litstarter`` only
+(``docs/api.md``), which change only with the library's major version.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 from litstarter.errors import UsageError
 from litstarter.plots import box_overlays
-from litstarter.tasks.base import ImageTask
+from litstarter.tasks import ImageTask
 
 Detectors = Literal["fcos", "retinanet", "faster_rcnn", "ssdlite"]
 #: torchmetrics' names of COCO's figures -> ours.
@@ -38,7 +42,7 @@ COCO_FIGURES = {
 class ObjectDetector(ImageTask):
     """Object detection with one of torchvision's detectors, scored by COCO's mean average precision.
 
-    Takes :class:`~litstarter.tasks.base.ImageTask`'s arguments too (``--help`` lists them); ``num_classes`` and
+    Takes :class:`~litstarter.tasks.ImageTask`'s arguments too (``--help`` lists them); ``num_classes`` and
     ``class_names`` are the objects' classes (linked from the data; no background class). ``dropout`` is unused.
 
     Args:
@@ -49,7 +53,7 @@ class ObjectDetector(ImageTask):
         max_detections: The most detections kept per image (the exported graph's rows per image).
         fpn_channels: The feature pyramid's width.
         overlays: Validation images drawn with their boxes to TensorBoard after each validation (0: none).
-        kwargs: The shared arguments of :class:`~litstarter.tasks.base.ImageTask`.
+        kwargs: The shared arguments of :class:`~litstarter.tasks.ImageTask`.
     """
 
     task_name = "detection"
@@ -84,11 +88,16 @@ class ObjectDetector(ImageTask):
         h = self.hparams
         return {"score_threshold": h.score_threshold, "nms_iou": h.nms_iou, "max_detections": h.max_detections}
 
+    def loss(self, losses: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The detector's own losses (torchvision's: classification, box regression, and FCOS's centerness or
+        Faster R-CNN's objectness and proposals), summed with equal weights."""
+        return sum(losses.values())
+
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        """torchvision's losses on one batch, summed; each logged as ``train/<loss>``."""
+        """:meth:`loss` on one batch; each of torchvision's losses logged as ``train/<loss>``."""
         images, targets = batch  # (B, C, H, W) uint8, [{"boxes": (m, 4), "labels": (m,)}, ...]
-        losses = self.net(self._layout(images), targets)
-        loss = sum(losses.values())
+        losses = self.net(self._layout(images), targets)  # in training mode the detector returns its losses
+        loss = self.loss(losses)
         self.log_dict({f"train/{k}": v.detach() for k, v in losses.items()}, on_step=True, on_epoch=False)
         self.log_train_loss(loss)
         return loss

@@ -11,6 +11,10 @@
   (exact match) and ``hamming`` (label-wise error). AP and AUROC are undefined for a label without positives in
   the split: the macro averages leave it out. ``test`` adds the same at 0.5 (``*_at_0.5``) and the per-label counts
   ``tp/fp/fn/tn/<label>`` (metrics.json). ``val/select`` is ``map_macro`` with ties broken by the lower loss.
+
+``litstarter new --task multilabel`` copies this file into a project as its ``task.py``; from then on the copy is
+the project's to edit (its loss, its steps, its metrics), and it imports public names of ``litstarter`` only
+(``docs/api.md``), which change only with the library's major version.
 """
 
 from __future__ import annotations
@@ -33,14 +37,14 @@ from torchmetrics.functional.classification import (
 
 from litstarter.errors import UsageError
 from litstarter.metrics import selection_score
-from litstarter.tasks.base import ImageTask
+from litstarter.tasks import ImageTask
 from litstarter.thresholds import positive_weights, tune_thresholds
 
 
 class MultilabelClassifier(ImageTask):
     """Multi-label image classification: a sigmoid per label, binary cross-entropy, a tuned threshold per label.
 
-    Takes :class:`~litstarter.tasks.base.ImageTask`'s arguments too (``--help`` lists them).
+    Takes :class:`~litstarter.tasks.ImageTask`'s arguments too (``--help`` lists them).
 
     Args:
         label_smoothing: Moves every 0/1 target towards 0.5 by this fraction, in [0, 1).
@@ -48,7 +52,7 @@ class MultilabelClassifier(ImageTask):
             the train split, saved in checkpoints), one number per label, or ``null``.
         thresholds: The probability at or above which a label is predicted, one number for every label or one per
             label; ``null``: tuned on the validation split at each validation (the checkpoints keep them).
-        kwargs: The shared arguments of :class:`~litstarter.tasks.base.ImageTask`.
+        kwargs: The shared arguments of :class:`~litstarter.tasks.ImageTask`.
     """
 
     task_name = "multilabel"
@@ -105,12 +109,16 @@ class MultilabelClassifier(ImageTask):
         """The thresholds in the checkpoint's buffer (tuned on validation, or those the fit was given)."""
         return {"thresholds": [float(t) for t in self.label_thresholds.tolist()]}
 
+    def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Binary cross-entropy of ``(B, K)`` logits against ``(B, K)`` targets in [0, 1] (``pos_weight`` applied)."""
+        return self.criterion(logits, targets)
+
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         """Binary cross-entropy on one batch (targets smoothed towards 0.5 by ``label_smoothing``)."""
         images, targets = batch
         logits = self(images)
         smoothing = self.hparams.get("label_smoothing", 0.0)
-        loss = self.criterion(logits, targets * (1 - smoothing) + 0.5 * smoothing)
+        loss = self.loss(logits, targets * (1 - smoothing) + 0.5 * smoothing)
         self.train_metrics.update((logits.detach().sigmoid() >= 0.5).int(), targets.int())
         self.log_train_loss(loss)
         return loss
@@ -119,7 +127,7 @@ class MultilabelClassifier(ImageTask):
         """Keep the batch's probabilities and targets for the epoch's metrics and thresholds."""
         images, targets = batch
         logits = self(images)
-        self.val_loss.update(self.criterion(logits, targets).detach(), weight=len(targets))
+        self.val_loss.update(self.loss(logits, targets).detach(), weight=len(targets))
         self.val_probs.update(logits.float().sigmoid())
         self.val_targets.update(targets.float())
 
@@ -140,7 +148,7 @@ class MultilabelClassifier(ImageTask):
         """Keep the batch's probabilities and targets; the loss is logged per epoch."""
         images, targets = batch
         logits = self(images)
-        self.log("test/loss", self.criterion(logits, targets), on_step=False, on_epoch=True, sync_dist=True)
+        self.log("test/loss", self.loss(logits, targets), on_step=False, on_epoch=True, sync_dist=True)
         self.test_probs.update(logits.float().sigmoid())
         self.test_targets.update(targets.float())
 

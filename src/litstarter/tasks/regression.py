@@ -7,6 +7,10 @@
 * Metrics (torchmetrics, on the values): ``mae``, ``rmse`` and ``r2`` (averaged over the targets; with several
   targets ``mae/<target>`` too). ``val/select`` is minus the MAE, ties broken by the lower loss.
 * Baselines after the test: a mean predictor and ridge regression on the raw pixels (``test/baseline_*``).
+
+``litstarter new --task regression`` copies this file into a project as its ``task.py``; from then on the copy is
+the project's to edit (its loss, its steps, its metrics), and it imports public names of ``litstarter`` only
+(``docs/api.md``), which change only with the library's major version.
 """
 
 from __future__ import annotations
@@ -21,20 +25,20 @@ from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection, 
 from litstarter.baseline import add_regression_baselines
 from litstarter.errors import UsageError
 from litstarter.metrics import selection_score
-from litstarter.tasks.base import ImageTask
+from litstarter.tasks import ImageTask
 
 
 class ImageRegressor(ImageTask):
     """Image regression: the network's outputs are the targets' values, one per target column.
 
-    Takes :class:`~litstarter.tasks.base.ImageTask`'s arguments too (``--help`` lists them); ``num_classes`` and
+    Takes :class:`~litstarter.tasks.ImageTask`'s arguments too (``--help`` lists them); ``num_classes`` and
     ``class_names`` are the number and names of the targets (linked from the data).
 
     Args:
         loss: ``mse`` (mean squared error) or ``huber`` (quadratic within ``huber_delta``, linear beyond: less
             pulled by outliers), on standardised targets.
         huber_delta: Where ``huber`` turns linear, in standard deviations of the target.
-        kwargs: The shared arguments of :class:`~litstarter.tasks.base.ImageTask`.
+        kwargs: The shared arguments of :class:`~litstarter.tasks.ImageTask`.
     """
 
     task_name = "regression"
@@ -79,12 +83,15 @@ class ImageRegressor(ImageTask):
         """The network's standardised ``(B, K)`` outputs in the targets' units."""
         return outputs.float() * self.target_std + self.target_mean
 
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """``mse`` or ``huber`` between the ``(B, K)`` standardised outputs and the targets, standardised."""
+        return self.criterion(outputs, (targets - self.target_mean) / self.target_std)
+
     def _step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         images, targets = batch  # (B, C, H, W) uint8, (B, K) float32
         outputs = self(images).float()
         targets = targets.float().reshape(outputs.shape)
-        loss = self.criterion(outputs, (targets - self.target_mean) / self.target_std)
-        return loss, self.values(outputs), targets
+        return self.loss(outputs, targets), self.values(outputs), targets
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         """The loss on standardised targets; MAE, RMSE and R² accumulate over the epoch, on the values."""

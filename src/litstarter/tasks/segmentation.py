@@ -8,6 +8,10 @@
   ``pixel_acc`` and ``dice`` (macro). ``val/select`` is ``miou`` with ties broken by the lower loss. A few
   validation images are drawn with their predicted and true masks to TensorBoard (``val/masks``).
 * The data gives the masks (``target_kind: mask``) and the ignore index (``data.ignore_index``, 255).
+
+``litstarter new --task segmentation`` copies this file into a project as its ``task.py``; from then on the copy is
+the project's to edit (its loss, its steps, its metrics), and it imports public names of ``litstarter`` only
+(``docs/api.md``), which change only with the library's major version.
 """
 
 from __future__ import annotations
@@ -22,13 +26,13 @@ from litstarter.errors import UsageError
 from litstarter.losses import ClassWeights, check_class_weights, inverse_frequency_weights
 from litstarter.metrics import selection_score
 from litstarter.plots import mask_overlays
-from litstarter.tasks.base import ImageTask
+from litstarter.tasks import ImageTask
 
 
 class SemanticSegmenter(ImageTask):
     """Semantic segmentation: per-pixel cross-entropy plus Dice, scored by mean IoU.
 
-    Takes :class:`~litstarter.tasks.base.ImageTask`'s arguments too (``--help`` lists them); ``num_classes`` and
+    Takes :class:`~litstarter.tasks.ImageTask`'s arguments too (``--help`` lists them); ``num_classes`` and
     ``class_names`` are the mask's classes (linked from the data), the background among them.
 
     Args:
@@ -38,7 +42,7 @@ class SemanticSegmenter(ImageTask):
         class_weights: Cross-entropy weight per class: ``auto`` (inverse pixel frequency of the train split, saved
             in checkpoints), ``num_classes`` weights, or ``null``.
         overlays: Validation images drawn with their masks to TensorBoard after each validation (0: none).
-        kwargs: The shared arguments of :class:`~litstarter.tasks.base.ImageTask`.
+        kwargs: The shared arguments of :class:`~litstarter.tasks.ImageTask`.
     """
 
     task_name = "segmentation"
