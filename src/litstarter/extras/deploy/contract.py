@@ -233,7 +233,7 @@ class ModelContract:
         resize_size: Sequence[int] | None = None,
         architecture: Mapping | None = None,
     ) -> ModelContract:
-        """The contract of a checkpoint, from ``ImageClassifier``'s hyper-parameters and normalisation buffers.
+        """The contract of a checkpoint, from its task's hyper-parameters and its network's normalisation buffers.
 
         Args:
             hparams: The checkpoint's ``hyper_parameters``.
@@ -249,7 +249,7 @@ class ModelContract:
         """
         image_size = as_size(hparams["image_size"])
         stored = resize_size if resize_size is not None else recorded_resize_size(hparams)
-        if stored is None:  # ImageClassifier(resize_size=None): stored as is, at image_size
+        if stored is None:  # a task's resize_size=None: stored as is, at image_size
             stored = image_size
         if stored == "unrecorded":
             raise ContractError(

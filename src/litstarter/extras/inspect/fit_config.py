@@ -9,20 +9,44 @@ from __future__ import annotations
 import inspect
 import logging
 import warnings
+from pathlib import Path
 
+import yaml
 from jsonargparse import Namespace
 
 from litstarter._engine.images.folder import CachedImageFolder
 from litstarter.cli import FIT_CLASSES, LitStarterCLI
 from litstarter.data import ImageFolderDataModule
 from litstarter.errors import UsageError
-from litstarter.tasks.classification import ImageClassifier
+from litstarter.tasks import ImageTask
+from litstarter.tasks.base import all_subclasses
 
-#: What ``inspect --data.root <folder>`` reads without a ``--config``: an image folder, under the default task.
-DEFAULTS = {
-    "--model": f"{ImageClassifier.__module__}.{ImageClassifier.__qualname__}",
-    "--data": f"{ImageFolderDataModule.__module__}.{ImageFolderDataModule.__qualname__}",
-}
+#: The config whose task ``inspect`` reads when the command line names none (a project's, in its own folder).
+DEFAULT_CONFIG = Path("configs") / "default.yaml"
+
+
+def default_task(config: Path = DEFAULT_CONFIG) -> str:
+    """The class path of the task ``config`` names (``model.class_path``: a project's own task, in its folder); where
+    the file is missing or names none, the task that says it is that config's (:attr:`ImageTask.task_config`).
+
+    Raises:
+        UsageError: ``config`` is not YAML.
+    """
+    if config.is_file():
+        try:
+            model = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model")
+        except (yaml.YAMLError, AttributeError) as err:
+            raise UsageError(f"{config} is not a YAML mapping: {err}") from None
+        if isinstance(model, dict) and model.get("class_path"):
+            return str(model["class_path"])
+    task = next(t for t in all_subclasses(ImageTask) if t.task_config == config.as_posix())
+    return f"{task.__module__}.{task.__qualname__}"
+
+
+def defaults() -> dict[str, str]:
+    """What ``inspect --data.root <folder>`` reads without a ``--config``: an image folder, under the default task."""
+    data = f"{ImageFolderDataModule.__module__}.{ImageFolderDataModule.__qualname__}"
+    return {"--model": default_task(), "--data": data}
 
 
 class ParseOnly(LitStarterCLI):
@@ -36,13 +60,13 @@ class ParseOnly(LitStarterCLI):
 
 
 def with_defaults(args: list[str]) -> list[str]:
-    """``args`` with :data:`DEFAULTS` in front where no ``--config`` is given and the key is not (so that
+    """``args`` with :func:`defaults` in front where no ``--config`` is given and the key is not (so that
     ``inspect --data.root <folder>`` reads the folder with ``ImageFolderDataModule``'s defaults, as ``fit`` would
-    with ``configs/data/image_folder.yaml``)."""
+    with ``configs/data/image_folder.yaml``, under the task that ``configs/default.yaml`` names)."""
     keys = {arg.split("=", 1)[0] for arg in args}
     if keys & {"--config", "-c"}:
         return args
-    return [*(part for key, value in DEFAULTS.items() if key not in keys for part in (key, value)), *args]
+    return [*(part for key, value in defaults().items() if key not in keys for part in (key, value)), *args]
 
 
 def parse_fit_config(args: list[str]) -> Namespace:
