@@ -26,6 +26,10 @@ LIGHTNING_COMMANDS: dict[str, str] = {
     "test": "run one evaluation epoch on the test split",
     "predict": "run inference on the predict split",
 }
+# The library's own subcommands beyond Lightning's: module (whose ``main(argv) -> exit code`` runs it) and help.
+LIBRARY_COMMANDS: dict[str, tuple[str, str]] = {
+    "new": ("litstarter.new", "write a new project for one task: litstarter new <dir> --task <task>"),
+}
 USAGE_LINE = "usage: litstarter <subcommand> [options]   (litstarter <subcommand> --help for its options)"
 
 
@@ -66,7 +70,11 @@ def top_level_help() -> str:
     """The top-level help: the installed subcommands, then the extras whose packages are missing."""
     commands = extra_commands()
     ready = {name: c.help for name, c in commands.items() if not missing_packages(c)}
-    rows = [*LIGHTNING_COMMANDS.items(), *ready.items()]
+    rows = [
+        *LIGHTNING_COMMANDS.items(),
+        *((name, text) for name, (_, text) in LIBRARY_COMMANDS.items()),
+        *ready.items(),
+    ]
     width = max(len(name) for name, _ in rows) + 2
     lines = [USAGE_LINE, "", "subcommands:", *(f"  {name.ljust(width)}{text}" for name, text in rows)]
     absent = sorted({c.extra for name, c in commands.items() if name not in ready})
@@ -104,11 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(top_level_help())
         return 0 if argv else USAGE
+    if argv[0] in LIBRARY_COMMANDS:
+        module = LIBRARY_COMMANDS[argv[0]][0]
+        return run_reporting(argv[0], lambda: importlib.import_module(module).main(argv[1:]))
     commands = extra_commands()
     if argv[0] in commands:
         return run_reporting(argv[0], lambda: run_extra(argv[0], commands[argv[0]], argv[1:]))
     if argv[0] not in LIGHTNING_COMMANDS and not argv[0].startswith("-"):
-        return unknown_subcommand(argv[0], [*LIGHTNING_COMMANDS, *commands])
+        return unknown_subcommand(argv[0], [*LIGHTNING_COMMANDS, *LIBRARY_COMMANDS, *commands])
 
     from litstarter.cli import main as cli_main
 
