@@ -40,7 +40,7 @@ def __getattr__(name: str):
     """Import a public name's module on first use (PEP 562) and keep the name here."""
     if name not in _HOMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    value = getattr(importlib.import_module(f"{__package__}.{_HOMES[name]}"), name)
     globals()[name] = value
     return value
 
