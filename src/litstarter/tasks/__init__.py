@@ -37,12 +37,11 @@ _HOMES = {
 
 
 def __getattr__(name: str):
-    """Import a public name's module on first use (PEP 562) and keep the name here."""
+    """A public name, from its module (imported on first use: PEP 562). Not kept here, so that what this package
+    holds does not depend on what was asked of it before (the config schema lists a package's own classes)."""
     if name not in _HOMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__package__}.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
+    return getattr(importlib.import_module(f"{__package__}.{_HOMES[name]}"), name)
 
 
 def __dir__() -> list[str]:
