@@ -6,6 +6,7 @@ from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.digit_boxes import DigitBoxesDataModule
 from litstarter.data.digit_counts import DigitCountsDataModule
 from litstarter.data.digit_segmentation import DigitSegmentationDataModule
+from litstarter.data.digit_sets import DigitSetsDataModule
 from litstarter.data.digits import DigitsDataModule
 from litstarter.data.image_folder import ImageFolderDataModule
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler, SeedEachItem
@@ -17,6 +18,7 @@ __all__ = [
     "DigitBoxesDataModule",
     "DigitCountsDataModule",
     "DigitSegmentationDataModule",
+    "DigitSetsDataModule",
     "DigitsDataModule",
     "FastAugmentation",
     "ImageFolderDataModule",
