@@ -27,6 +27,7 @@ import drop_extra  # noqa: E402  (a script, not a package)
 NEW = "mytask"
 IGNORED = (".git", ".venv", "runs", "lightning_logs", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info")
 EXTRAS = drop_extra.extras(REPO)
+TEMPLATE = Path("src", "litstarter", "_template")
 
 
 def _copy(tmp_path: Path, name: str) -> Path:
@@ -57,10 +58,12 @@ def names_of(extra: str, root: Path) -> list[re.Pattern]:
 
 
 def still_named(copy: Path, patterns: list[re.Pattern]) -> list[str]:
-    """``file:line: text`` for every line of the copy that still names one of ``patterns``."""
+    """``file:line: text`` for every line of the copy that still names one of ``patterns``, outside the template
+    ``litstarter new`` renders: it writes other projects, which choose their extras of the installed library."""
     return [
         f"{path.relative_to(copy)}:{i}: {line.strip()[:160]}"
         for path, text in drop_extra.text_files(copy)
+        if TEMPLATE not in path.relative_to(copy).parents
         for i, line in enumerate(text.splitlines(), 1)
         if any(p.search(line) for p in patterns)
     ]

@@ -13,10 +13,10 @@ from tests.helpers import REPO
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
-def run_notebook(path: Path, tmp_path: Path, monkeypatch) -> str:
+def run_notebook(path: Path, tmp_path: Path, monkeypatch, epochs: int = 3) -> str:
     """Execute ``path`` on a small training budget; its code cells' printed text."""
     nb = nbformat.read(path, as_version=4)
-    monkeypatch.setenv("QUICKSTART_EPOCHS", "3")  # a small budget; the default trains for real
+    monkeypatch.setenv("QUICKSTART_EPOCHS", str(epochs))  # a small budget; the default trains for real
     monkeypatch.setenv("QUICKSTART_RUNS", str(tmp_path / "runs"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
