@@ -70,7 +70,7 @@ def test_a_project_is_read_in_one_sitting(task: str, projects) -> None:
     lines = {str(f.relative_to(projects[task])): len(f.read_text().splitlines()) for f in files}
     assert sum(lines.values()) <= MOST_LINES.get(task, 900), lines
     top = {p.name for p in projects[task].iterdir()}
-    assert {"src", "configs", "tests", "pyproject.toml", "README.md", "Makefile", ".copier-answers.yml"} <= top
+    assert {"src", "configs", "tests", "notebooks", ".github", "pyproject.toml", "README.md", "Makefile"} <= top
     assert {p.name for p in (projects[task] / "configs").iterdir()} == {
         "default.yaml",
         "image_folder.yaml",
