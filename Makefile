@@ -12,7 +12,7 @@ CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-dev train test test-fast lint format schema tensorboard clean rename drop-extra update-engine update-deps
+.PHONY: help install install-dev train test test-fast new lint format schema tensorboard clean rename drop-extra update-engine update-deps
 .PHONY: node-client # extra: deploy
 
 help: ## List the targets
@@ -47,6 +47,10 @@ install-dev: $(DEV_STAMP) ## Create .venv and install everything: every extra, t
 
 train: $(STAMP) ## Train on the embedded digits data (CONFIG=... to pick another config)
 	$(BIN)/litstarter fit --config $(CONFIG)
+
+new: $(STAMP) ## Write a project of your own on this library: make new NAME=<dir> TASK=<task> [EXTRAS=deploy,serve]
+	@test -n "$(NAME)" || (echo "usage: make new NAME=<dir> TASK=<classification|multilabel|regression|segmentation|detection> [EXTRAS=deploy,serve,...]" >&2; exit 2)
+	$(BIN)/litstarter new "$(NAME)" --task "$(or $(TASK),classification)" $(if $(EXTRAS),--extras "$(EXTRAS)")
 
 # Two processes (pytest-xdist), one test file per process at a time (--dist loadfile): a file's module fixtures
 # (a shared sweep, a shared photo folder) are built once, and the two cores are both busy.

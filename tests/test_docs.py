@@ -123,11 +123,26 @@ def test_troubleshooting_covers_the_common_symptoms() -> None:
     assert not missing, f"docs/troubleshooting.md lacks {missing}"
 
 
+#: Pages about a project `litstarter new` writes: the paths they name are the project's (or this repository's).
+PROJECT_PAGES = {"docs/new.md"}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A project `litstarter new` writes, with every extra that ships a file."""
+    from litstarter.new import answers, parse_extras, render
+
+    target = tmp_path_factory.mktemp("new") / "pets"
+    render(target, answers(target, "classification", parse_extras("deploy,tune", "classification"), "pets", "x"))
+    return target
+
+
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)
-def test_every_file_flag_and_make_target_a_page_names_exists(page: Path) -> None:
+def test_every_file_flag_and_make_target_a_page_names_exists(page: Path, request) -> None:
     text = page.read_text()
+    roots = [REPO, request.getfixturevalue("project")] if _page_id(page) in PROJECT_PAGES else [REPO]
     for path in sorted(set(re.findall(PATH_PATTERN, text))):
-        assert (REPO / path).exists(), f"{_page_id(page)} names {path}, which does not exist"
+        assert any((root / path).exists() for root in roots), f"{_page_id(page)} names {path}, which does not exist"
     for group, key in sorted(set(re.findall(r"--(model|data|trainer)\.(?:init_args\.)?(\w+)", text))):
         assert key in SIGNATURES[group], f"{_page_id(page)} names --{group}.{key}, which is not an argument"
     makefile = (REPO / "Makefile").read_text()
