@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from litstarter.new import TASKS, answers, parse_extras, render
 from scripts.template_tasks import MODULES, copy_path
@@ -19,6 +20,14 @@ REPO = Path(__file__).resolve().parents[1]
 #: The most lines of Python (src/ and tests/) a generated project may hold: read in one sitting.
 MOST_LINES = {"classification": 600, "detection": 900}
 STEPS = ("training_step", "validation_step", "test_step", "predict_step")
+#: Each task's library configs, composed on configs/default.yaml: what a project's configs/default.yaml is.
+LIBRARY_CONFIGS = {
+    "classification": [],
+    "multilabel": ["data/digit_sets.yaml", "task/multilabel.yaml"],
+    "regression": ["data/digit_counts.yaml", "task/regression.yaml"],
+    "segmentation": ["data/digit_segmentation.yaml", "task/segmentation.yaml"],
+    "detection": ["data/digit_boxes.yaml", "task/detection.yaml"],
+}
 
 
 def new(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -120,3 +129,24 @@ def test_the_answers_record_where_the_library_came_from_and_a_compatible_range(p
     assert (
         f"litstarter[deploy,detection,tune]>={major}.{minor}" in (projects["detection"] / "pyproject.toml").read_text()
     )
+
+
+def resolved(args: list[str], capsys) -> dict:
+    """The config ``fit ARGS`` resolves to, less what names the run (the task's class path, the logger's name)."""
+    from litstarter.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", *args, "--print_config"])
+    assert exit_info.value.code in (0, None)
+    config = yaml.safe_load(capsys.readouterr().out)
+    config["model"].pop("class_path")
+    config["trainer"]["logger"]["init_args"].pop("name")
+    return config
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_a_projects_default_config_is_the_librarys_composition_for_its_task(task, projects, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(projects[task] / "src"))
+    ours = resolved(["--config", str(projects[task] / "configs" / "default.yaml")], capsys)
+    library = [str(REPO / "configs" / "default.yaml"), *(str(REPO / "configs" / c) for c in LIBRARY_CONFIGS[task])]
+    assert ours == resolved([a for c in library for a in ("--config", c)], capsys)
