@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install install-dev train test test-fast new lint format schema tensorboard clean rename drop-extra update-engine update-deps
-.PHONY: node-client # extra: deploy
+.PHONY: node-client
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-13s %s\n", $$1, $$2}'
@@ -55,14 +55,13 @@ new: $(STAMP) ## Write a project of your own on this library: make new NAME=<dir
 # Two processes (pytest-xdist), one test file per process at a time (--dist loadfile): a file's module fixtures
 # (a shared sweep, a shared photo folder) are built once, and the two cores are both busy.
 test: $(DEV_STAMP) ## Run the whole test suite (what CI runs; < 30 min on 2 cores)
-test: node-client # extra: deploy
+test: node-client
 test:
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 test-fast: $(DEV_STAMP) ## Run the fast tests only, without the end-to-end ones (< 2 min on 2 cores): the edit loop
 	$(BIN)/python -m pytest -m "not slow" -n 2 $(PYTEST_ARGS)
 
-# >>> extra: deploy
 # The Node client's test (tests/extras/deploy/test_preprocess_reference.py) runs it from examples/node_client:
 # `npm ci` from its lock file, install scripts off (onnxruntime-node's fetches GPU binaries online; the CPU ones ship
 # in the package). Only when the lock file changed since; without npm, that one test skips, saying so.
@@ -71,7 +70,6 @@ node-client: ## Install the Node client's packages from examples/node_client/pac
 	elif [ ! -d examples/node_client/node_modules/onnxruntime-node ] || \
 		[ examples/node_client/package-lock.json -nt examples/node_client/node_modules/.package-lock.json ]; then \
 		cd examples/node_client && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error; fi
-# <<< extra: deploy
 
 lint: $(DEV_STAMP) ## ruff check + format check
 	$(BIN)/ruff check src tests benchmarks examples scripts

@@ -6,7 +6,7 @@ Each command runs ``--runs`` times as a fresh process; the rounds interleave the
 machine load hits all of them alike, and the median wall time of each is printed with its target:
 
 * ``litstarter --help`` and ``litstarter <typo>``: < 1 s (static tables; neither torch nor Lightning imported);
-* ``litstarter infer --help``: < 0.5 s (ONNX inference imports neither);  # extra: deploy
+* ``litstarter infer --help``: < 0.5 s (ONNX inference imports neither);
 * ``litstarter fit --help`` and a config error found at parse time: <= ``import lightning.pytorch`` + 2 s.
 
 A command that exits other than it should (0; 2 for the typo and the config error) stops the run in one line: a
@@ -31,7 +31,7 @@ COMMANDS: dict[str, list[str]] = {
     "import lightning.pytorch": [sys.executable, "-c", "import lightning.pytorch"],
     "litstarter --help": [*LITSTARTER, "--help"],
     "litstarter fti (typo)": [*LITSTARTER, "fti"],
-    "litstarter infer --help": [*LITSTARTER, "infer", "--help"],  # extra: deploy
+    "litstarter infer --help": [*LITSTARTER, "infer", "--help"],
     "litstarter fit --help": [*LITSTARTER, "fit", "--help"],
     "fit, config error at parse time": [*LITSTARTER, "fit", "--config", DEFAULT, "--trainer.max_epochs=many"],
 }
@@ -70,7 +70,7 @@ def main() -> None:
     targets = {
         "litstarter --help": 1.0,
         "litstarter fti (typo)": 1.0,
-        "litstarter infer --help": 0.5,  # extra: deploy
+        "litstarter infer --help": 0.5,
         "litstarter fit --help": lightning + 2.0,
         "fit, config error at parse time": lightning + 2.0,
     }

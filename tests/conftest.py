@@ -83,7 +83,6 @@ def timm_runs(tmp_path_factory) -> dict[str, dict]:
     return {**runs, "weights": weights, "root": root}
 
 
-# >>> extra: deploy
 #: Verification and calibration sizes for the timm exports: enough images for the figures, a fraction of the time.
 TIMM_EXPORT_ARGS = ["--verify_samples", "64", "--calibration_images", "32"]
 
@@ -136,9 +135,6 @@ def segmentation_export(tmp_path_factory) -> dict:
     argv = ["export", "--ckpt_path", str(run / "checkpoints" / "last.ckpt"), "--out", str(export)]
     proc = run_litstarter(argv, timeout=600, check=False)  # its exit code is a test's to check
     return {"run": run, "export": export, "code": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
-
-
-# <<< extra: deploy
 
 
 @pytest.fixture(scope="session")

@@ -57,7 +57,6 @@ def method(cls: type, name: str, *params: str, is_async: bool = False) -> None:
     assert inspect.iscoroutinefunction(fn) == is_async, f"{cls.__qualname__}.{name}: async is now {not is_async}"
 
 
-# >>> extra: serve
 def _uvicorn_protocols(_: Path) -> None:
     from uvicorn.protocols.http import h11_impl, httptools_impl
 
@@ -93,7 +92,6 @@ def _uvicorn_server(_: Path) -> None:
     method(uvicorn.Server, "on_tick", "counter", is_async=True)
 
 
-# <<< extra: serve
 def _typehint(_: Path) -> None:
     import jsonargparse
 
@@ -172,7 +170,6 @@ def _average_model(_: Path) -> None:
     assert callbacks.WeightAveraging()._average_model is None, "WeightAveraging has no _average_model"
 
 
-# >>> extra: streaming
 def _litdata_state(_: Path) -> None:
     from litdata import streaming
 
@@ -188,7 +185,6 @@ def _litdata_batch_decode(_: Path) -> None:
     assert "batch_decode" in params, "StreamingDataset no longer takes batch_decode"
 
 
-# <<< extra: streaming
 def _orig_mod(_: Path) -> None:
     import torch
 
@@ -199,12 +195,10 @@ def _orig_mod(_: Path) -> None:
 RUN = "_engine/run"
 SCHEMA = "_engine/config_schema"
 PRIVATES = (
-    # >>> extra: serve
     Private("uvicorn HTTP protocols", ("extras/serve/connections.py",), (), _uvicorn_protocols),
     Private("uvicorn RequestResponseCycle.response_complete", ("extras/serve/connections.py",), (), _uvicorn_cycle),
     Private("h11 Connection.their_state", ("extras/serve/connections.py",), (), _h11_state),
     Private("uvicorn Server.handle_exit and on_tick", ("extras/serve/shutdown.py",), (), _uvicorn_server),
-    # <<< extra: serve
     Private(
         "jsonargparse ActionTypeHint._typehint",
         (f"{RUN}/config_file.py", f"{SCHEMA}/arguments.py"),
@@ -236,16 +230,14 @@ PRIVATES = (
         _mlflow_settings,
     ),
     Private("lightning WeightAveraging._average_model", ("callbacks/ema.py",), ("_average_model",), _average_model),
-    # >>> extra: streaming
     Private("litdata StreamingDataset._state_dict", ("data/streaming_dataset.py",), ("_state_dict",), _litdata_state),
     Private("litdata StreamingDataset(batch_decode=)", ("data/streaming_dataset.py",), (), _litdata_batch_decode),
-    # <<< extra: streaming
     Private("torch OptimizedModule._orig_mod", ("_engine/checkpoints.py",), ("_orig_mod",), _orig_mod),
 )
 
 #: Private-looking names the scan finds that are no other package's: why each needs no entry.
 NOT_A_DEPENDENCY = {
-    ("extras/streaming/convert.py", "_image"): "a docstring naming our own samples._image",  # extra: streaming
+    ("extras/streaming/convert.py", "_image"): "a docstring naming our own samples._image",
     ("_engine/run/callbacks.py", "_atomic_save"): "a docstring naming what Lightning does; nothing calls it",
     ("_engine/arguments.py", "_given"): "our own attribute, set by our ArgumentParser.parse_known_args",
 }
@@ -291,7 +283,6 @@ def test_every_private_use_in_src_is_listed() -> None:
     assert not unlisted, f"private uses with no entry in tests/test_compat.py PRIVATES: {unlisted}"
 
 
-# >>> extra: serve
 def test_a_renamed_attribute_fails_naming_its_entry(monkeypatch, tmp_path: Path) -> None:
     import uvicorn
 
@@ -305,7 +296,6 @@ def test_a_renamed_attribute_fails_naming_its_entry(monkeypatch, tmp_path: Path)
         check_entry(entry, tmp_path)
 
 
-# <<< extra: serve
 def test_a_renamed_instance_attribute_fails_naming_its_entry(monkeypatch, tmp_path: Path) -> None:
     from lightning.pytorch import callbacks
 

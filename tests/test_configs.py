@@ -16,7 +16,7 @@ import yaml
 
 from tests.helpers import CONFIGS, DEFAULT_CONFIG, REPO, run_cli
 
-# configs/search/ holds search spaces for a sweep, not fit configs (the tune extra's tests load them). # extra: tune
+# configs/search/ holds search spaces for a sweep, not fit configs (the tune extra's tests load them).
 ALL_CONFIGS = sorted(p for p in CONFIGS.rglob("*.yaml") if p.parent.name != "search")
 # Placeholders a header command may hold, and what stands in for them when the command is parsed.
 PLACEHOLDERS = {"<folder>": "{tmp}", "<new folder>": "{tmp}", "$NNODES": "2", "$NPROC_PER_NODE": "1"}

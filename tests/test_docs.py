@@ -13,7 +13,7 @@ import pytest
 from litstarter.data import (
     DigitsDataModule,
     ImageFolderDataModule,
-    StreamingDataModule,  # extra: streaming
+    StreamingDataModule,
 )
 from litstarter.tasks.base import ImageTask
 from litstarter.tasks.classification import ImageClassifier
@@ -38,9 +38,9 @@ PRACTICES = [
     "label smoothing",
     "gradient checkpointing",
     "compile",
-    "export and verification",  # extra: deploy
-    "quantization",  # extra: deploy
-    "inference",  # extra: deploy
+    "export and verification",
+    "quantization",
+    "inference",
     "fine-tuning",
     "DDP",
     "FSDP",
@@ -48,11 +48,11 @@ PRACTICES = [
     "profiling",
     "seeding and determinism",
     "logging",
-    "serving",  # extra: serve
+    "serving",
 ]
 SYMPTOMS = [
     "not go down", "NaN", "out of memory", "memory grows", "same device", "shape", "slow",
-    "after export",  # extra: deploy
+    "after export",
 ]  # fmt: skip
 PATH_PATTERN = r"(?:configs|benchmarks|scripts|notebooks|examples|docs|tests)/[\w./-]+\.(?:yaml|py|sh|sbatch|ipynb|md)"
 
@@ -81,7 +81,7 @@ SIGNATURES = {
     | set(inspect.signature(MultilabelClassifier).parameters)
     | {"help"},  # jsonargparse's --model.help=<task>: that task's arguments
     "data": set(inspect.signature(ImageFolderDataModule).parameters)
-    | set(inspect.signature(StreamingDataModule).parameters)  # extra: streaming
+    | set(inspect.signature(StreamingDataModule).parameters)
     | set(inspect.signature(DigitsDataModule).parameters),
     "trainer": set(inspect.signature(L.Trainer).parameters),
 }

@@ -27,7 +27,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 #: An extra may import the extras listed here, and no other.
 EXTRA_USES: dict[str, set[str]] = {
-    "serve": {"deploy"},  # extra: serve
+    "serve": {"deploy"},
 }
 #: Modules at the top of the package (besides ``__init__``): the entry points (``__main__``, ``cli``, ``new``) and
 #: the public helpers a task module imports (``errors``, ``losses``, ``metrics``, ``optim``, ``tta``, ``batch_mix``,

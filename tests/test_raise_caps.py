@@ -16,8 +16,8 @@ PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 #: The dependencies that tests/test_compat.py lists private internals of.
 PRIVATE_INTERNALS = [
     "jsonargparse",
-    "uvicorn",  # extra: serve
-    "litdata",  # extra: streaming
+    "uvicorn",
+    "litdata",
 ]
 
 

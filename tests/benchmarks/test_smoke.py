@@ -55,7 +55,6 @@ def _startup_row(name: str, target: bool = True) -> str:
 
 #: Every benchmark with the lines its smoke prints (its table's header and rows, its verdicts).
 SMOKES: dict[str, Smoke] = {
-    # >>> extra: cv
     "cv_overhead.py": Smoke(
         (
             rf"cv: 2 folds in one process: {N} s wall, {N} s CPU",
@@ -64,7 +63,6 @@ SMOKES: dict[str, Smoke] = {
             rf"ratio cv / plain = {N} wall \(target <= 1.10\), {N} CPU",
         )
     ),
-    # <<< extra: cv
     "data_pipeline.py": Smoke(
         (
             r"pipeline +images/s",
@@ -85,7 +83,6 @@ SMOKES: dict[str, Smoke] = {
             rf"tiny +{N} +{N} +1 +{N} +(-|{N}) +{N}/{N} +{N}/{N} +[+-]{N}",
         )
     ),
-    # >>> extra: deploy
     "deploy_inference.py": Smoke(
         (
             r"CPU int8 support: .*; torch .*, 1 thread\(s\)",
@@ -102,7 +99,6 @@ SMOKES: dict[str, Smoke] = {
             rf"INT8 \(static_qdq, .*\) accuracy on \d+ test images: {N} vs eager {N}, drop {N} points .*",
         )
     ),
-    # <<< extra: deploy
     "detection_peer.py": Smoke(
         (
             r"torchvision references/detection at .*; 120 canvases .*",
@@ -125,7 +121,6 @@ SMOKES: dict[str, Smoke] = {
         )
     ),
     "gpu_check.py": Smoke(elsewhere="tests/benchmarks/test_gpu_check.py"),
-    # >>> extra: inspect
     "inspect_checks.py": Smoke(
         (
             r"image_size 16 \(cached at 18x18\):",
@@ -133,7 +128,6 @@ SMOKES: dict[str, Smoke] = {
             r"  quality checks, flagged crops / planted found of 10: dark \d+ / \d+, bright \d+ / \d+, .*",
         )
     ),
-    # <<< extra: inspect
     "multilabel.py": Smoke(
         (
             r"multilabel, 100 composites \(seed 0, skew 0.75\), --trainer.max_epochs=1:",
@@ -188,7 +182,6 @@ SMOKES: dict[str, Smoke] = {
         ),
         peer=True,
     ),
-    # >>> extra: serve
     "serve.py": Smoke(
         (
             r" +route +concurrency +max_batch_size +req/s +p50 ms +p99 ms +mean batch +client CPU",
@@ -212,19 +205,17 @@ SMOKES: dict[str, Smoke] = {
         ),
         peer=True,
     ),
-    # <<< extra: serve
     "startup.py": Smoke(
         (
             r"median of 1 runs each \(seconds\); every run: see the lists",
             _startup_row("import lightning.pytorch", target=False),
             _startup_row("litstarter --help"),
             _startup_row("litstarter fti (typo)"),
-            _startup_row("litstarter infer --help"),  # extra: deploy
+            _startup_row("litstarter infer --help"),
             _startup_row("litstarter fit --help"),
             _startup_row("fit, config error at parse time"),
         )
     ),
-    # >>> extra: streaming
     "streaming.py": Smoke(
         (
             r"pipeline +images/s",
@@ -237,8 +228,6 @@ SMOKES: dict[str, Smoke] = {
             rf"on disk: jpegs {N} MiB, cache {N} MiB, shards {N} MiB, encoded {N} MiB",
         )
     ),
-    # <<< extra: streaming
-    # >>> extra: tune
     "tune_overhead.py": Smoke(
         (
             rf"tune: 2 trials in one process: {N} s",
@@ -247,7 +236,6 @@ SMOKES: dict[str, Smoke] = {
             rf"ratio tune / plain = {N} \(target <= 1.10\)",
         )
     ),
-    # <<< extra: tune
 }
 
 #: Modules that are parts of a benchmark, not benchmarks: imported or run by it, with no smoke of their own (their
@@ -260,7 +248,7 @@ PARTS = {
     "gpu_check_report.py": "gpu_check.py",
     "gpu_check_sections.py": "gpu_check.py",
     "segmentation_peer_torchgeo.py": "segmentation_peer.py",
-    "serve_peer_litserve.py": "serve_peers.py",  # extra: serve
+    "serve_peer_litserve.py": "serve_peers.py",
 }
 RUNNABLE = [name for name in SCRIPTS if name not in PARTS and not (SMOKES.get(name) or Smoke()).elsewhere]
 

@@ -130,7 +130,6 @@ def digit_files(folder: Path, count: int, classes: int = 0) -> list[Path]:
     return paths
 
 
-# >>> extra: deploy
 def test_the_projects_checkpoint_exports_and_infer_answers(shop: Path) -> None:
     ckpt = shop / "runs" / "shop" / "version_0" / "checkpoints" / "last.ckpt"
     in_project(shop, "export", "--ckpt_path", str(ckpt), "--out", "export", "--formats", "onnx")
@@ -139,10 +138,6 @@ def test_the_projects_checkpoint_exports_and_infer_answers(shop: Path) -> None:
     assert len((shop / "preds.csv").read_text().splitlines()) == 4
 
 
-# <<< extra: deploy
-
-
-# >>> extra: serve
 def test_serve_answers_with_the_projects_export(shop: Path) -> None:
     from tests.extras.deploy.test_export_default import serve_once
 
@@ -153,10 +148,6 @@ def test_serve_answers_with_the_projects_export(shop: Path) -> None:
     assert served["predict"].status_code == 200 and "model.onnx: passed" in json.dumps(served["info"])
 
 
-# <<< extra: serve
-
-
-# >>> extra: cv
 def test_cv_runs_the_projects_task_fold_by_fold(shop: Path) -> None:
     in_project(shop, "cv", *CONFIG, "--folds", "2", "--trainer.max_epochs=1")
     (study,) = (shop / "runs").rglob("cv-2*/study.json")
@@ -164,10 +155,6 @@ def test_cv_runs_the_projects_task_fold_by_fold(shop: Path) -> None:
     assert len(folds) == 2 and all("class_path: shop.task.ImageClassifier" in c.read_text() for c in folds)
 
 
-# <<< extra: cv
-
-
-# >>> extra: tune
 def test_tune_searches_the_projects_task(shop: Path) -> None:
     tuned = in_project(
         shop, "tune", *CONFIG, "--search", "configs/search.yaml", "--trials", "2", "--trainer.max_epochs=1"
@@ -178,17 +165,10 @@ def test_tune_searches_the_projects_task(shop: Path) -> None:
     assert len(trials) == 2 and all("class_path: shop.task.ImageClassifier" in c.read_text() for c in trials)
 
 
-# <<< extra: tune
-
-
-# >>> extra: inspect
 def test_inspect_reads_a_folder_for_the_projects_task(shop: Path) -> None:
     digit_files(shop / "photos", 40, classes=2)
     inspected = in_project(shop, "inspect", *CONFIG, "--config", "configs/image_folder.yaml", "--data.root", "photos")
     assert re.search(r"^total\s+32\s+4\s+4$", inspected.stdout, re.M), inspected.stdout  # the project's splits
-
-
-# <<< extra: inspect
 
 
 def test_the_projects_notebook_runs_top_to_bottom_on_its_own_task(tmp_path: Path, monkeypatch) -> None:

@@ -10,7 +10,7 @@ from litstarter.data.digit_sets import DigitSetsDataModule
 from litstarter.data.digits import DigitsDataModule
 from litstarter.data.image_folder import ImageFolderDataModule
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler, EpochShuffleSampler, SeedEachItem
-from litstarter.data.streaming import StreamingDataModule  # extra: streaming
+from litstarter.data.streaming import StreamingDataModule
 
 __all__ = [
     "ArrayDataModule",
@@ -24,4 +24,4 @@ __all__ = [
     "ImageFolderDataModule",
 ]
 __all__ += ["BalancedBatchSampler", "ClassWeightedSampler", "EpochShuffleSampler", "SeedEachItem"]
-__all__ += ["StreamingDataModule"]  # extra: streaming
+__all__ += ["StreamingDataModule"]

@@ -5,9 +5,9 @@ is no Lightning checkpoint is refused in one line naming it."""
 from __future__ import annotations
 
 import json
-import threading  # extra: serve
-import time  # extra: serve
-from pathlib import Path  # extra: serve
+import threading
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -59,14 +59,11 @@ def test_a_default_export_leaves_out_what_falls_short_and_succeeds(
     csv = tmp_path / "preds.csv"
     assert infer.main(["--model", str(out / "model.onnx"), "--input", str(folder), "--output", str(csv)]) == 0
     assert len(csv.read_text().splitlines()) == 1 + len(files)
-    # >>> extra: serve
     served = serve_once(out / "model.onnx", files[0].read_bytes())
     assert served["predict"].status_code == 200 and "pred" in json.dumps(served["predict"].json())
     assert "model.onnx: passed" in served["info"]["model"]["verification"]["line"]
-    # <<< extra: serve
 
 
-# >>> extra: serve
 def serve_once(model: Path, image: bytes) -> dict:
     """``serve``'s app in this process on ``model``: one ``POST /predict`` of ``image`` and ``GET /info``."""
     pytest.importorskip("httpx")
@@ -83,9 +80,6 @@ def serve_once(model: Path, image: bytes) -> dict:
         time.sleep(0.05)
         predict = client.post("/predict", content=image, headers={"Content-Type": "image/png"})
         return {"predict": predict, "info": client.get("/info").json()}
-
-
-# <<< extra: serve
 
 
 def test_a_format_named_in_formats_that_falls_short_exits_1(digits_export, int8_falls_short, tmp_path, capsys):

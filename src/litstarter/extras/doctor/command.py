@@ -27,7 +27,7 @@ from litstarter._engine.cores import auto_num_workers, available_cores
 PACKAGES = ["torch", "torchvision", "lightning", "torchmetrics"]
 #: Packages some extras need, reported when installed and never a failure: name -> the extra that installs it.
 OPTIONAL = {
-    "onnxruntime": "deploy",  # extra: deploy
+    "onnxruntime": "deploy",
 }
 
 
@@ -147,12 +147,10 @@ def check_computation(size: int = 1000) -> Layer:
         except Exception as err:  # noqa: BLE001 - a kernel that fails to run is the finding
             failed.append(device)
             layer.lines.append(f"{device:<13} matmul FAILED: {type(err).__name__}: {err}")
-    # >>> extra: deploy
     if importlib.util.find_spec("onnxruntime") is not None:  # optional: ONNX inference
         import onnxruntime
 
         layer.lines.append(f"onnxruntime   providers: {', '.join(onnxruntime.get_available_providers())}")
-    # <<< extra: deploy
     if failed:
         layer.failure = f"matmul failed or disagreed with the CPU on {', '.join(failed)}"
         layer.fix = "the driver and the torch CUDA build likely mismatch: update the driver or install a matching torch"
