@@ -5,7 +5,9 @@ The project holds what its owner edits: the task's LightningModule copied out of
 (``src/<package>/task.py``, as ``tune cp`` copies a torchtune recipe), its configs, its tests, a Makefile whose
 ``make train`` trains the task's embedded example offline. Everything shared stays in the library, which the
 project installs by a compatible version range from where it was generated. The template is a copier template
-(``litstarter/_template``); the project keeps copier's answers in ``.copier-answers.yml``.
+(``litstarter/_template``), shipped as a git bundle with a tag per release (``template.bundle``): the project is
+rendered at this release's tag, starts its git history with a first commit, and keeps copier's answers in
+``.copier-answers.yml``, so ``litstarter update`` can bring it the template's later changes.
 """
 
 from __future__ import annotations
@@ -21,10 +23,8 @@ from importlib import metadata
 from pathlib import Path
 
 from litstarter import __version__
+from litstarter._engine.project_git import commit, git, template_bundle
 from litstarter.errors import UsageError
-
-TEMPLATE = Path(__file__).resolve().parent / "_template"
-
 
 #: The tasks a project can be written for (the template's ``task`` choices), and the pip extras each needs.
 TASKS: dict[str, tuple[str, ...]] = {
@@ -93,14 +93,27 @@ def answers(target: Path, task: str, extras: list[str], name: str, source: str) 
     }
 
 
-def render(target: Path, data: dict) -> None:
-    """Render the template into a folder beside ``target``, then rename it into place: a failure leaves nothing."""
+def render(target: Path, data: dict, template: Path | None = None, ref: str | None = None) -> None:
+    """Render the template at ``ref`` into a folder beside ``target``, start its git history with a first commit,
+    then rename it into place: a failure leaves nothing.
+
+    Args:
+        target: The project's folder (absent or empty).
+        data: copier's answers (:func:`answers`).
+        template: A git-tracked template (a repository or a bundle); None: this library's ``template.bundle``.
+        ref: The template's tag to render; None: this library's release, ``v<version>``.
+    """
     import copier
 
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    source = template or template_bundle()
     try:
-        copier.run_copy(str(TEMPLATE), scratch, data=data, defaults=True, quiet=True, unsafe=False)
+        copier.run_copy(
+            str(source), scratch, data=data, vcs_ref=ref or f"v{__version__}", defaults=True, quiet=True, unsafe=False
+        )
+        git(scratch, "init", "--quiet", "--initial-branch", "main")
+        commit(scratch, f"litstarter new: a {data['task']} project on litstarter {data['litstarter_version']}")
         if target.exists():
             target.rmdir()  # empty (checked): os.rename will not replace it
         scratch.rename(target)
