@@ -21,6 +21,7 @@ SRC = REPO / "src"
 NOT_API = {
     "__main__": "the `litstarter` command",
     "new": "the `litstarter new` command",
+    "update": "the `litstarter update` command",
     "extras": "the extras' command modules",
 }
 TASK_MODULES = ("classification", "multilabel", "regression", "segmentation", "detection")
