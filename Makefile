@@ -12,7 +12,7 @@ CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-dev train test test-fast new lint format schema tensorboard clean rename drop-extra update-engine update-deps
+.PHONY: help install install-dev train test test-fast new lint format schema tensorboard clean update-deps
 .PHONY: node-client
 
 help: ## List the targets
@@ -88,18 +88,6 @@ configs/schema.json: $(STAMP) scripts/config_schema.py $(shell find src -name '*
 
 tensorboard: $(STAMP) ## Serve the TensorBoard logs under runs/
 	$(BIN)/tensorboard --logdir runs
-
-rename: ## Rename the package everywhere: make rename NAME=my_project (then make install)
-	@test -n "$(NAME)" || (echo "usage: make rename NAME=<package>" >&2; exit 2)
-	$(PYTHON) scripts/rename.py "$(NAME)"
-
-drop-extra: ## Delete an optional feature whole: make drop-extra NAME=deploy (its code, tests, docs, extra)
-	@test -n "$(NAME)" || (echo "usage: make drop-extra NAME=<extra>" >&2; exit 2)
-	$(PYTHON) scripts/drop_extra.py "$(NAME)"
-
-update-engine: ## Take upstream's engine and extras: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1: write it, then make test-fast, which creates .venv and installs .[dev]]
-	@test -n "$(UPSTREAM)" || (echo "usage: make update-engine UPSTREAM=<git url or path> REF=<tag or commit> [APPLY=1]" >&2; exit 2)
-	$(PYTHON) scripts/update_engine.py --upstream "$(UPSTREAM)" --ref "$(or $(REF),HEAD)" $(if $(APPLY),--apply)
 
 update-deps: $(DEV_STAMP) ## Propose raising each dependency's cap; APPLY=1 writes them, renews the hashed locks and writes them once make test's suite passes on them
 	$(BIN)/python scripts/raise_caps.py $(if $(APPLY),--apply)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def requirements(text: str) -> Iterator[str]:
     """Every requirement string of a pyproject text (core, then each extra); our own extras are left out."""
-    import tomllib  # Python >= 3.11, as update-engine
+    import tomllib  # Python >= 3.11
 
     project = tomllib.loads(text)["project"]
     groups = [project.get("dependencies", []), *project.get("optional-dependencies", {}).values()]

@@ -1,6 +1,6 @@
 """The scripts: the launch scripts are valid bash, safe under `set -u` on old bash, and the SLURM script's
-litstarter command line fits the job's geometry (with a fake srun that records it); `make rename` refuses a name
-something else already answers to, on a copy of the repository, and renames to a free one."""
+litstarter command line fits the job's geometry (with a fake srun that records it); `make new` quotes what it is
+given."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -106,109 +105,13 @@ def test_possibly_empty_arrays_expand_safely_under_set_u(script: Path) -> None:
         assert f'${{{name}[@]+"${{{name}[@]}}"}}' in text
 
 
-# `make rename` runs the system python3, which does not see the project's .venv: the base interpreter of the
-# Python running the tests stands for it (it lacks the venv's packages), and the copy's .venv is this venv.
-BASE_PYTHON = next((str(p) for p in (Path(sys.base_prefix) / "bin" / "python3",) if p.is_file()), sys.executable)
-IGNORED = (".git", ".venv", "runs", "lightning_logs", "__pycache__", ".pytest_cache", ".ruff_cache", "*.egg-info")
-
-
-def _repo_copy(tmp_path: Path, venv: bool) -> Path:
-    copy = tmp_path / "project"
-    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(*IGNORED))
-    if venv and sys.prefix != sys.base_prefix:
-        (copy / ".venv").symlink_to(sys.prefix, target_is_directory=True)
-    return copy
-
-
-def _tree(copy: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(copy).as_posix(): p.read_bytes()
-        for p in copy.rglob("*")
-        if p.is_file() and ".venv" not in p.relative_to(copy).parts and "__pycache__" not in p.parts
-    }
-
-
-def _make_rename(copy: Path, name: str) -> subprocess.CompletedProcess:
-    args = ["make", "-s", "rename", f"NAME={name}", f"PYTHON={BASE_PYTHON}"]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return subprocess.run(args, cwd=copy, env=env, capture_output=True, text=True, timeout=120)
-
-
-def _assert_rename_refused(copy: Path, names: dict[str, str]) -> None:
-    """Each ``NAME`` exits 2 with one ``rename: NAME=...`` line naming it and ``why``, and changes nothing."""
-    before = _tree(copy)
-    for name, why in names.items():
-        proc = _make_rename(copy, name)
-        context = f"NAME={name}: exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-        ours = [line for line in proc.stderr.splitlines() if not line.startswith("make")]  # make adds its Error 2
-        assert proc.returncode == 2 and "Traceback" not in proc.stderr, context
-        assert len(ours) == 1 and ours[0].startswith("rename: NAME=") and name in ours[0] and why in ours[0], context
-        assert _tree(copy) == before, f"NAME={name} was refused but changed the tree"
-
-
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_rename_refuses_what_the_venv_imports_or_pip_would_take_for_an_installed_distribution(tmp_path: Path) -> None:
-    copy = _repo_copy(tmp_path, venv=True)
-    venv = ".venv" if sys.prefix != sys.base_prefix else ""  # the layer that knows these (else the running Python)
-    refused = {
-        "torch": "dependency",
-        "numpy": "dependency",
-        "lightning": "dependency",
-        "tests": "tests/",
-        "json": "standard library",
-        "sklearn": "scikit-learn",  # what a dependency provides under another name: only the venv knows it
-        "typing_extensions": f"importable in {venv}",  # installed, not declared
-        "python_dateutil": f"python-dateutil installed in {venv}",  # not importable: pip's name for dateutil
-        "scikit_learn": "pip normalises scikit_learn to scikit-learn",  # a declared dependency's other spelling
-    }
-    _assert_rename_refused(copy, refused)
-
-
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_rename_before_install_still_refuses_and_a_free_name_renames_everything_but_the_license(tmp_path: Path) -> None:
-    copy = _repo_copy(tmp_path, venv=False)  # a fresh clone: no .venv yet
-    refused = {
-        "torch": "torch is a dependency of this project",
-        "lightning": "dependency",
-        "scikit_learn": "pip normalises scikit_learn to scikit-learn",  # a core dependency, spelt as a module
-        "tests": "tests/",
-        "scripts": "scripts/",
-        "drop_extra": "scripts/drop_extra.py",
-        "json": "standard library",
-        "My-Project": "lowercase Python identifier",
-        "my project": "lowercase Python identifier",
-    }
-    _assert_rename_refused(copy, refused)
-    before = _tree(copy)
-    script = subprocess.run([BASE_PYTHON, "scripts/rename.py", "numpy"], cwd=copy, capture_output=True, text=True)
-    assert script.returncode == 2 and script.stderr.count("\n") == 1 and "numpy" in script.stderr, script.stderr
-    current = next(p.parent.name for p in (copy / "src").glob("*/__main__.py"))  # this copy may be renamed already
-    same = _make_rename(copy, current)
-    assert same.returncode == 0 and "nothing to do" in same.stdout and _tree(copy) == before, same.stderr
-
-    new = "yourtask"
-    done = _make_rename(copy, new)
-    assert done.returncode == 0, done.stderr
-    assert (copy / "src" / new / "__main__.py").is_file() and not (copy / "src" / current).exists()
-    assert (copy / "LICENSE").read_bytes() == before["LICENSE"], "the LICENSE names its holder, not the package"
-    assert f'name = "{new}"' in (copy / "pyproject.toml").read_text()
-    assert f"class_path: {new}." in (copy / "configs" / "default.yaml").read_text()
-    left = [p for p in (copy / "src").rglob("*.py") if current in p.read_text()]
-    assert not left, f"the old name is left in {left}"  # tests/e2e/test_make_it_yours.py fits through a renamed copy
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy / "src"), str(copy)])}
-    code = f"import importlib.util as u, {new}; print({new}.__file__, u.find_spec('{new}.cli').origin)"
-    imported = subprocess.run([sys.executable, "-c", code], cwd=copy, env=env, capture_output=True, text=True)
-    assert imported.returncode == 0 and imported.stdout.count(str(copy / "src" / new)) == 2, imported.stderr
-
-
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_make_quotes_the_extra_name_and_says_what_update_engine_apply_installs() -> None:
-    dry = subprocess.run(["make", "-n", "drop-extra", "NAME=a b; echo x"], cwd=REPO, capture_output=True, text=True)
-    assert dry.returncode == 0 and 'scripts/drop_extra.py "a b; echo x"' in dry.stdout, dry.stdout + dry.stderr
-    listed = subprocess.run(["make", "help"], cwd=REPO, capture_output=True, text=True).stdout
-    (update,) = [line for line in listed.splitlines() if "make update-engine" in line]
-    assert "creates .venv" in update and ".[dev]" in update, update
-    helped = subprocess.run(
-        [sys.executable, "scripts/update_engine.py", "--help"], cwd=REPO, capture_output=True, text=True
+def test_make_new_quotes_the_name_and_the_extras() -> None:
+    dry = subprocess.run(
+        ["make", "-n", "new", "NAME=a b; echo x", "TASK=regression", "EXTRAS=deploy; echo y"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     )
-    assert "creates .venv" in " ".join(helped.stdout.split()), helped.stdout
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert 'litstarter new "a b; echo x" --task "regression" --extras "deploy; echo y"' in dry.stdout, dry.stdout
