@@ -16,6 +16,7 @@ from pathlib import Path
 import lightning as L
 from lightning.pytorch.cli import LightningArgumentParser
 
+from litstarter._engine.deprecation import Deprecated, deprecated_names
 from litstarter._engine.run.checks import data_fact, num_classes_of
 from litstarter._engine.run.cli import RunCLI
 from litstarter._engine.run.tracking import SaveConfigAndLogIt
@@ -190,3 +191,14 @@ def main(
         trainer_defaults={"callbacks": callbacks} if callbacks else None,
         args=args,
     )
+
+
+#: A name 0.1.0 exposed, private since 0.2.0.
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "import_tasks": Deprecated(
+            "_import_tasks", removed_in="0.3.0", instead="importing litstarter.cli imports every task module"
+        ),
+    },
+)

@@ -16,6 +16,8 @@ from torchmetrics.classification import (
     MulticlassRecall,
 )
 
+from litstarter._engine.deprecation import Deprecated, deprecated_names
+
 __all__ = ["classification_metrics", "scalar_metrics", "selection_score", "split_confusion_matrix"]
 
 # Exact AUROC: it keeps every (N, K) probability (4 * N * K bytes, gathered across processes at compute).
@@ -101,3 +103,14 @@ def scalar_metrics(values: dict[str, torch.Tensor], class_names: Sequence[str]) 
                 f"({len(class_names)})"
             )
     return out
+
+
+#: Names 0.1.0 exposed, private since 0.2.0 (only this module uses them).
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "AUROC_THRESHOLDS": Deprecated("_AUROC_THRESHOLDS", removed_in="0.3.0"),
+        "CONFUSION_MATRIX": Deprecated("_CONFUSION_MATRIX", removed_in="0.3.0"),
+        "TIE_BREAK": Deprecated("_TIE_BREAK", removed_in="0.3.0"),
+    },
+)

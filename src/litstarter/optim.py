@@ -13,6 +13,7 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
 
+from litstarter._engine.deprecation import Deprecated, deprecated_names
 from litstarter.errors import UsageError
 
 __all__ = [
@@ -237,3 +238,15 @@ def scheduler_config(scheduler, plateau_monitor: str) -> dict:
     if isinstance(scheduler, ReduceLROnPlateau):
         return {"scheduler": scheduler, "interval": "epoch", "monitor": plateau_monitor}
     return {"scheduler": scheduler, "interval": "step"}
+
+
+#: Names 0.1.0 exposed, private since 0.2.0 (only this module uses them).
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "NORM_LAYERS": Deprecated("_NORM_LAYERS", removed_in="0.3.0"),
+        "split_groups_by_module": Deprecated(
+            "_split_groups_by_module", removed_in="0.3.0", instead="param_groups splits off the backbone's groups"
+        ),
+    },
+)
