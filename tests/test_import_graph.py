@@ -6,9 +6,9 @@ Three zones, by who owns the code:
   an owner reads and edits. New recipes and tasks go here: a timm adapter in ``models/``, EMA or MixUp configs, a
   task module (and its torch-free answers) in ``tasks/``;
 * the engine (``_engine/``): what they never need to open. Run handling, caches and leakage hashing go here:
-  ``fit`` and the extras both use them. It imports only itself, with relative imports, so that it can be updated
-  from upstream as one tree, and the public ``errors`` (the classes it reports), which imports nothing of ours;
-* the extras (``extras/<name>/``): optional features, each deleted whole. New subcommands go here (``cv``,
+  ``fit`` and the extras both use them. It imports only itself, with relative imports, as one tree, and the public
+  ``errors`` (the classes it reports), which imports nothing of ours;
+* the extras (``extras/<name>/``): optional features, each a folder of its own. New subcommands go here (``cv``,
   ``lr-find``, ``optimize``, protocol serving). An extra may import another only where :data:`EXTRA_USES` says.
 
 Only the entry point (``__main__``) reaches the extras, and it does so by name (their ``__init__`` holds only
@@ -36,7 +36,7 @@ TOP_LEVEL_MODULES = 13
 
 
 def package_dir(src: Path = SRC) -> Path:
-    """The one package under ``src/`` (whatever it is called after ``make rename``)."""
+    """The one package under ``src/``."""
     (package,) = [p for p in src.iterdir() if (p / "__init__.py").is_file()]
     return package
 

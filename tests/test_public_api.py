@@ -29,7 +29,7 @@ STEPS = ("loss", "training_step", "validation_step", "test_step", "predict_step"
 
 
 def package() -> str:
-    """The package's name (``litstarter`` until ``make rename``)."""
+    """The package's name: the one package under ``src/``."""
     (found,) = [p.name for p in SRC.iterdir() if (p / "__init__.py").is_file()]
     return found
 

@@ -1,8 +1,8 @@
 """``litstarter`` / ``python -m litstarter``: the entry point.
 
 ``litstarter``, ``litstarter --help`` and a mistyped subcommand answer without importing torch or Lightning. The
-extras' subcommands come from each extra's ``__init__.py`` (constants only, see ``extras/__init__.py``), so an
-extra deleted whole leaves nothing here to edit; one is listed only when the packages it needs are installed
+extras' subcommands come from each extra's ``__init__.py`` (constants only, see ``extras/__init__.py``), so a
+new extra leaves nothing here to edit; one is listed only when the packages it needs are installed
 (``importlib.util.find_spec``, which imports nothing), and otherwise says which extra to install. ``fit``,
 ``validate``, ``test`` and ``predict`` go to LightningCLI (``cli.py``).
 """

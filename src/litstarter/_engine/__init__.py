@@ -1,6 +1,6 @@
 """The engine: infrastructure that keeps the project honest. You should not need to read this.
 
-It imports only itself (relatively: it is updated from upstream as one tree) and never the project or an extra.
+It imports only itself (relatively, as one tree) and never the project or an extra.
 
 * ``run/``: what every ``fit``/``validate``/``test``/``predict`` gets around LightningCLI (``run/cli.py``, the
   start): checks before a run, claimed run folders, one folder for every logger, trackers, quiet fallbacks;

@@ -2,4 +2,3 @@
 
 COMMANDS = {"cv": ("command", "k-fold cross-validation: stratified, duplicate-safe folds, each an ordinary fit")}
 NEEDS: dict[str, tuple[str, ...]] = {}
-PARTS = ("tests/extras/cv", "docs/cv.md", "benchmarks/cv_overhead.py")

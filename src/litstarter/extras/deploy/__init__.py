@@ -8,11 +8,3 @@ COMMANDS = {
     "infer": ("infer", "classify image files with a checkpoint or any exported model, to a CSV"),
 }
 NEEDS = {"export": ("onnx", "onnxscript", "onnxruntime")}
-PARTS = (
-    "tests/extras/deploy",
-    "docs/deploy.md",
-    "benchmarks/deploy_inference.py",
-    "notebooks/02_export.ipynb",
-    "examples/preprocess_reference.py",
-    "examples/node_client",
-)

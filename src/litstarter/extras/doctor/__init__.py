@@ -2,4 +2,3 @@
 
 COMMANDS = {"doctor": ("command", "verify the install: versions, accelerator, a real computation per device")}
 NEEDS: dict[str, tuple[str, ...]] = {}
-PARTS = ("tests/extras/doctor", "docs/doctor.md")

@@ -2,4 +2,3 @@
 
 COMMANDS = {"inspect": ("command", "report an image folder: classes, splits, sizes, bad files, leaks")}
 NEEDS: dict[str, tuple[str, ...]] = {}
-PARTS = ("tests/extras/inspect", "docs/inspect.md", "benchmarks/inspect_checks.py")

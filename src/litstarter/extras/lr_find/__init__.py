@@ -2,4 +2,3 @@
 
 COMMANDS = {"lr-find": ("command", "sweep the learning rate over a few steps; write the curve and a config delta")}
 NEEDS: dict[str, tuple[str, ...]] = {}
-PARTS = ("tests/extras/lr_find", "docs/lr_find.md")

@@ -2,9 +2,3 @@
 
 COMMANDS = {"optimize": ("command", "write a fit's data as LitData shards (local or s3://) to train by streaming")}
 NEEDS = {"optimize": ("litdata",)}
-PARTS = (
-    "tests/extras/streaming",
-    "src/litstarter/data/streaming.py",
-    "src/litstarter/data/streaming_dataset.py",
-    "benchmarks/streaming.py",
-)

@@ -2,4 +2,3 @@
 
 COMMANDS = {"tune": ("command", "search hyperparameters with Optuna; each trial is a fit in its own folder")}
 NEEDS = {"tune": ("optuna", "optuna_integration")}
-PARTS = ("tests/extras/tune", "docs/tune.md", "benchmarks/tune_overhead.py", "configs/search")
