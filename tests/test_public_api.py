@@ -22,6 +22,7 @@ NOT_API = {
     "__main__": "the `litstarter` command",
     "new": "the `litstarter new` command",
     "update": "the `litstarter update` command",
+    "schema": "the `litstarter schema` command",
     "extras": "the extras' command modules",
 }
 TASK_MODULES = ("classification", "multilabel", "regression", "segmentation", "detection")

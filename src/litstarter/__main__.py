@@ -29,6 +29,7 @@ LIGHTNING_COMMANDS: dict[str, str] = {
 # The library's own subcommands beyond Lightning's: module (whose ``main(argv) -> exit code`` runs it) and help.
 LIBRARY_COMMANDS: dict[str, tuple[str, str]] = {
     "new": ("litstarter.new", "write a new project for one task: litstarter new <dir> --task <task>"),
+    "schema": ("litstarter.schema", "write configs/schema.json, what editors complete and check configs with"),
     "update": ("litstarter.update", "bring a project litstarter new wrote the template changes of this release"),
 }
 USAGE_LINE = "usage: litstarter <subcommand> [options]   (litstarter <subcommand> --help for its options)"

@@ -1,0 +1,225 @@
+"""``litstarter schema`` in a project ``litstarter new`` writes: the schema holds the project's own classes (its task
+and a callback of its own under src/, a class only a config names) beside the library's; every config the project
+has validates against it (configs/search.yaml, a tune search space, by its searched keys), and a mistyped key is
+refused naming it. A file it cannot write or a config that does not parse is one line, and nothing is written.
+
+Each project's schema is built once (a few seconds each) and shared by the module's tests."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from jsonschema import Draft7Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from litstarter.__main__ import main
+from litstarter.new import answers, parse_extras, render
+from tests.helpers import REPO
+
+#: The projects written, with their extras (tune: a search space among the configs).
+PROJECTS = {"classification": "deploy,tune", "detection": ""}
+TASK_CLASSES = {"classification": "ImageClassifier", "detection": "ObjectDetector"}
+#: A callback of the project's own, under its package: the schema finds it by walking src/.
+OWN_CALLBACK = '''"""A callback of the project's own."""
+
+from lightning.pytorch.callbacks import Callback
+
+
+class LogEvery(Callback):
+    """Logs every ``every`` steps."""
+
+    def __init__(self, every: int = 10) -> None:
+        self.every = every
+'''
+#: A class outside src/ that only a config names (as an installed package's would be): importable, never walked.
+OUTSIDE = '''"""Callbacks from elsewhere."""
+
+from lightning.pytorch.callbacks import Callback
+
+
+class Beep(Callback):
+    """Beeps."""
+
+    def __init__(self, volume: float = 1.0) -> None:
+        self.volume = volume
+'''
+
+
+@dataclass
+class Written:
+    """A project, what ``litstarter schema`` printed in it, and a validator of the schema it wrote."""
+
+    root: Path
+    package: str
+    printed: str
+    warned: str
+    validator: Draft7Validator
+
+
+def litstarter(*args: str, cwd: Path) -> tuple[int, str, str]:
+    """``litstarter ARGS`` in this process (no second import of torch), in ``cwd``: exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        patch.chdir(cwd)
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def write_project(root: Path, task: str) -> Path:
+    """A project for ``task`` (its package ``schema_<task>``: unlike test_new's, so that each imports from its own
+    src/ in one process), with a callback of its own and a config naming it and a class from outside src/."""
+    package = f"schema_{task}"
+    target = root / package
+    render(target, answers(target, task, parse_extras(PROJECTS[task], task), package, REPO.as_uri()))
+    (target / "src" / package / "callbacks.py").write_text(OWN_CALLBACK)
+    own = [
+        {"class_path": f"{package}.callbacks.LogEvery", "init_args": {"every": 5}},
+        {"class_path": f"beeps_{task}.Beep", "init_args": {"volume": 0.5}},
+    ]
+    head = "# yaml-language-server: $schema=schema.json\n"
+    head += "# litstarter fit --config configs/default.yaml --config configs/own.yaml\n"
+    (target / "configs" / "own.yaml").write_text(head + yaml.safe_dump({"trainer": {"callbacks+": own}}))
+    return target
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory) -> dict[str, Written]:
+    """Each project of :data:`PROJECTS`, its schema written by ``litstarter schema`` run in its folder."""
+    root = tmp_path_factory.mktemp("schema_projects")
+    written = {}
+    outside = root / "outside_parts"
+    outside.mkdir()
+    for task in PROJECTS:
+        (outside / f"beeps_{task}.py").write_text(OUTSIDE)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(outside))  # importable, as an installed package's module is
+        for task in PROJECTS:
+            target = write_project(root, task)
+            code, printed, warned = litstarter("schema", cwd=target)
+            assert code == 0, warned
+            schema = json.loads((target / "configs" / "schema.json").read_text())
+            Draft7Validator.check_schema(schema)
+            written[task] = Written(target, f"schema_{task}", printed, warned, Draft7Validator(schema))
+    return written
+
+
+def refusal(validator: Draft7Validator, config: object) -> ValidationError | None:
+    """The error an editor shows first for ``config`` (None: it validates)."""
+    return best_match(validator.iter_errors(config))
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def nested(dotted: str, value: object) -> dict:
+    """``{"a": {"b": value}}`` for ``a.b``: a searched key as a config states it."""
+    for key in reversed(dotted.split(".")):
+        value = {key: value}
+    return value
+
+
+@pytest.mark.parametrize("task", PROJECTS)
+def test_it_says_in_one_line_what_it_wrote_and_how_many_classes_it_covers(task: str, projects) -> None:
+    written = projects[task]
+    assert written.printed.count("\n") == 1, written.printed
+    assert written.printed.startswith("litstarter schema: wrote configs/schema.json: "), written.printed
+    # The project's task and callback under src/, and the class only its own.yaml names.
+    assert f"3 of them the project's own (schema_{task}, beeps_{task})" in written.printed, written.printed
+
+
+@pytest.mark.parametrize("task", PROJECTS)
+def test_every_config_the_project_has_validates(task: str, projects) -> None:
+    written = projects[task]
+    configs = {p.name: load(p) for p in sorted((written.root / "configs").glob("*.yaml"))}
+    assert {"default.yaml", "image_folder.yaml", "own.yaml"} <= set(configs), sorted(configs)
+    configs.pop("search.yaml", None)  # a search space: below
+    # image_folder.yaml composes on default.yaml and wants --data.root: given here as a config would give it.
+    configs["image_folder.yaml"]["data"]["init_args"]["root"] = "/data/pets"
+    for name, config in configs.items():
+        error = refusal(written.validator, config)
+        assert error is None, f"configs/{name}: {error.json_path}: {error.message[:300]}"
+
+
+def test_a_search_spaces_keys_are_keys_the_schema_takes(projects) -> None:
+    written = projects["classification"]
+    space = load(written.root / "configs" / "search.yaml")
+    assert space["params"], space
+    for key, spec in space["params"].items():
+        value = spec["low"] if "low" in spec else spec["choices"][0]
+        error = refusal(written.validator, nested(key, value))
+        assert error is None, f"search.yaml's {key}: {error.json_path}: {error.message[:300]}"
+    assert refusal(written.validator, nested("model.dropuot", 0.1)) is not None
+
+
+@pytest.mark.parametrize("task", PROJECTS)
+def test_a_mistyped_key_is_refused_naming_it(task: str, projects) -> None:
+    written = projects[task]
+    config = load(written.root / "configs" / "default.yaml")
+    assert config["model"]["class_path"] == f"{written.package}.task.{TASK_CLASSES[task]}"
+    mistyped = copy.deepcopy(config)
+    mistyped["model"]["init_args"]["dropuot"] = 0.2
+    error = refusal(written.validator, mistyped)
+    assert error is not None, "model.init_args.dropuot validates"
+    assert (error.json_path, "'dropuot' was unexpected" in error.message) == ("$.model.init_args", True), (
+        f"{error.json_path}: {error.message[:300]}"
+    )
+
+
+@pytest.mark.parametrize("task", PROJECTS)
+def test_the_projects_own_classes_are_checked_as_the_librarys_are(task: str, projects) -> None:
+    written, package = projects[task], projects[task].package
+    unknown = {"model": {"class_path": f"{package}.task.Nope"}}
+    assert refusal(written.validator, unknown).json_path == "$.model.class_path"
+    callback = {"class_path": f"{package}.callbacks.LogEvery", "init_args": {"evry": 5}}
+    error = refusal(written.validator, {"trainer": {"callbacks": [callback]}})
+    assert error is not None and "'evry' was unexpected" in error.message, error and error.message[:300]
+    beep = {"class_path": f"beeps_{task}.Beep", "init_args": {"volume": "loud"}}
+    error = refusal(written.validator, {"trainer": {"callbacks": [beep]}})
+    assert error is not None and error.json_path.endswith("init_args.volume"), error and error.json_path
+
+
+def test_a_class_a_config_names_that_does_not_import_is_left_out_saying_so(tmp_path: Path, projects) -> None:
+    written = projects["classification"]
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(yaml.safe_dump({"model": {"class_path": f"{written.package}.tasks.ImageClassifier"}}))
+    out = tmp_path / "schema.json"
+    code, printed, warned = litstarter("schema", "--out", str(out), "--config", str(typo), cwd=written.root)
+    assert code == 0 and out.is_file(), warned
+    assert f"{typo} names {written.package}.tasks.ImageClassifier, left out of the schema" in warned, warned
+    validator = Draft7Validator(json.loads(out.read_text()))
+    assert refusal(validator, load(typo)).json_path == "$.model.class_path"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--out", "afile/schema.json"], "--out: cannot write 'afile/schema.json': afile is not writable"),
+        (["--out", "configs"], "--out: 'configs' is a folder: name the file to write"),
+        (["--config", "configs/broken.yaml"], "'configs/broken.yaml' does not parse as YAML at line 3"),
+        (["--config", "configs/absent.yaml"], "--config: cannot read 'configs/absent.yaml'"),
+    ],
+    ids=["unwritable", "a-folder", "unparsable-config", "missing-config"],
+)
+def test_bad_input_is_one_line_and_nothing_is_written(args: list[str], says: str, tmp_path: Path) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "broken.yaml").write_text("model:\n  init_args: [1,\n")
+    (tmp_path / "afile").write_text("not a folder")
+    before = sorted(tmp_path.rglob("*"))
+    code, printed, warned = litstarter("schema", *args, cwd=tmp_path)
+    assert (code, printed) == (2, ""), printed
+    assert warned.count("\n") == 1 and warned.startswith("litstarter schema: error: ") and says in warned, warned
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_outside_a_project_it_asks_for_one(tmp_path: Path) -> None:
+    code, _, warned = litstarter("schema", cwd=tmp_path)
+    assert code == 2 and "no configs/ folder here: run litstarter schema in a project's folder" in warned, warned
+    assert list(tmp_path.iterdir()) == []
