@@ -79,12 +79,9 @@ format: $(DEV_STAMP) ## Apply ruff fixes and formatting
 	$(BIN)/ruff check --fix src tests benchmarks examples scripts
 	$(BIN)/ruff format src tests benchmarks examples scripts
 
-schema: configs/schema.json ## Write configs/schema.json: what editors complete and check configs with
-
-# Written again when a source file or the installed packages change: the signatures are the schema (a stale one fails
-# tests/test_config_schema.py).
-configs/schema.json: $(STAMP) scripts/config_schema.py $(shell find src -name '*.py')
-	$(BIN)/python scripts/config_schema.py
+# Not committed: the signatures are the schema, so it is written from the code, here as in a generated project.
+schema: $(STAMP) ## Write configs/schema.json: what editors complete and check configs with
+	$(BIN)/litstarter schema
 
 tensorboard: $(STAMP) ## Serve the TensorBoard logs under runs/
 	$(BIN)/tensorboard --logdir runs
