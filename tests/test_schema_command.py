@@ -11,6 +11,8 @@ import contextlib
 import copy
 import io
 import json
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,3 +225,36 @@ def test_outside_a_project_it_asks_for_one(tmp_path: Path) -> None:
     code, _, warned = litstarter("schema", cwd=tmp_path)
     assert code == 2 and "no configs/ folder here: run litstarter schema in a project's folder" in warned, warned
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("task", PROJECTS)
+def test_the_projects_configs_point_at_it_and_git_ignores_it(task: str, projects) -> None:
+    written = projects[task]
+    for name in ("default.yaml", "image_folder.yaml"):
+        first = (written.root / "configs" / name).read_text().splitlines()[0]
+        assert first == "# yaml-language-server: $schema=schema.json", f"configs/{name}: {first}"
+    if (written.root / "configs" / "search.yaml").exists():  # a search space: the fit schema would flag every key
+        assert "yaml-language-server" not in (written.root / "configs" / "search.yaml").read_text()
+    ignored = subprocess.run(["git", "check-ignore", "configs/schema.json"], cwd=written.root, capture_output=True)
+    assert ignored.returncode == 0, "the project's .gitignore does not list configs/schema.json"
+    makefile = (written.root / "Makefile").read_text()
+    assert "\nschema: install ## Write configs/schema.json" in makefile
+    assert "\n\t$(BIN)/litstarter schema\n" in makefile
+    assert "`make schema` writes `configs/schema.json`" in (written.root / "README.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_schema_in_a_new_project_writes_it_as_its_owner_runs_it(tmp_path: Path) -> None:
+    from tests.e2e.test_generated_projects import make_env
+
+    target = tmp_path / "shop"
+    render(target, answers(target, "segmentation", [], "shop", REPO.as_uri()))
+    done = subprocess.run(["make", "schema"], cwd=target, env=make_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "litstarter schema: wrote configs/schema.json: " in done.stdout, done.stdout
+    assert "1 of them the project's own (shop)" in done.stdout, done.stdout
+    validator = Draft7Validator(json.loads((target / "configs" / "schema.json").read_text()))
+    assert refusal(validator, load(target / "configs" / "default.yaml")) is None
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=target, capture_output=True, text=True).stdout
+    assert status == "", f"make schema left the tree unclean (litstarter update refuses it): {status}"
