@@ -12,7 +12,7 @@ CONFIG ?= configs/default.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-dev train test test-fast new lint format schema tensorboard clean update-deps
+.PHONY: help install install-dev train test test-fast new template lint format schema tensorboard clean update-deps
 .PHONY: node-client
 
 help: ## List the targets
@@ -51,6 +51,10 @@ train: $(STAMP) ## Train on the embedded digits data (CONFIG=... to pick another
 new: $(STAMP) ## Write a project of your own on this library: make new NAME=<dir> TASK=<task> [EXTRAS=deploy,serve]
 	@test -n "$(NAME)" || (echo "usage: make new NAME=<dir> TASK=<classification|multilabel|regression|segmentation|detection> [EXTRAS=deploy,serve,...]" >&2; exit 2)
 	$(BIN)/litstarter new "$(NAME)" --task "$(or $(TASK),classification)" $(if $(EXTRAS),--extras "$(EXTRAS)")
+
+template: $(STAMP) ## After editing a task module or src/litstarter/_template: copy the tasks out, write template.bundle
+	$(BIN)/python scripts/template_tasks.py
+	$(BIN)/python scripts/template_bundle.py
 
 # Two processes (pytest-xdist), one test file per process at a time (--dist loadfile): a file's module fixtures
 # (a shared sweep, a shared photo folder) are built once, and the two cores are both busy.
