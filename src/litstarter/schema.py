@@ -133,13 +133,18 @@ def check_out(out: Path, default: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the schema; a file that cannot be written or a config that does not parse is one line."""
-    parser = argparse.ArgumentParser(prog=f"{PACKAGE} schema", description=__doc__.splitlines()[0].strip("`: "))
-    parser.add_argument("--out", type=Path, help=f"the file to write (default: {DEFAULT_OUT})")
+    description = (
+        f"Write the JSON schema of {PACKAGE} fit's config files (what editors complete and check them with): the"
+        f" library's classes, the packages under ./src and the classes the configs name."
+    )
+    parser = argparse.ArgumentParser(prog=f"{PACKAGE} schema", description=description)
+    parser.add_argument("--out", type=Path, metavar="PATH", help=f"the file to write (default: {DEFAULT_OUT})")
     parser.add_argument(
         "--config",
         type=Path,
         nargs="+",
         action="extend",
+        metavar="FILE",
         help="the configs whose class_path values the schema must hold (default: every YAML under configs/)",
     )
     args = parser.parse_args(argv)
