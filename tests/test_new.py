@@ -5,16 +5,15 @@ one sitting. The generated projects' own fits and tests run in tests/e2e/test_ge
 from __future__ import annotations
 
 import ast
-import importlib
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from litstarter.new import TASKS, answers, parse_extras, render
 from scripts.template_tasks import MODULES, copy_path
+from tests.in_project import run_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 #: The most lines of Python (src/ and tests/) a generated project may hold: read in one sitting.
@@ -87,10 +86,8 @@ def test_a_project_is_read_in_one_sitting(task: str, projects) -> None:
     }
 
 
-def test_the_project_imports_its_task_and_its_configs_name_it(projects, monkeypatch) -> None:
-    monkeypatch.syspath_prepend(str(projects["regression"] / "src"))
-    module = importlib.import_module("proj_regression.task")
-    assert module.ImageRegressor.__mro__[1].__name__ == "ImageTask"
+def test_the_project_imports_its_task_and_its_configs_name_it(projects, resolved) -> None:
+    assert resolved["bases"][:2] == ["ImageTask", "LightningModule"]  # the public base, not the library's task
     config = (projects["regression"] / "configs" / "default.yaml").read_text()
     assert "class_path: proj_regression.task.ImageRegressor" in config
     assert "class_path: litstarter.data.DigitCountsDataModule" in config
@@ -131,22 +128,27 @@ def test_the_answers_record_where_the_library_came_from_and_a_compatible_range(p
     )
 
 
-def resolved(args: list[str], capsys) -> dict:
-    """The config ``fit ARGS`` resolves to, less what names the run (the task's class path, the logger's name)."""
-    from litstarter.cli import main
-
-    with pytest.raises(SystemExit) as exit_info:
-        main(["fit", *args, "--print_config"])
-    assert exit_info.value.code in (0, None)
-    config = yaml.safe_load(capsys.readouterr().out)
-    config["model"].pop("class_path")
-    config["trainer"]["logger"]["init_args"].pop("name")
-    return config
+@pytest.fixture(scope="module")
+def resolved(projects) -> dict:
+    """In a process of its own (tests/in_project.py): the config each project's default.yaml resolves to and the
+    one the library's configs for its task resolve to, less what names the run (the task's class path, the logger's
+    name); and the bases of the regression project's task."""
+    jobs = [
+        {"src": str(projects["regression"] / "src"), "mode": "task", "args": ["proj_regression.task.ImageRegressor"]}
+    ]
+    for task in sorted(TASKS):
+        library = [REPO / "configs" / "default.yaml", *(REPO / "configs" / c for c in LIBRARY_CONFIGS[task])]
+        for args in (["--config", str(projects[task] / "configs" / "default.yaml")],
+                     [a for c in library for a in ("--config", str(c))]):  # fmt: skip
+            jobs.append({"src": str(projects[task] / "src"), "mode": "config", "args": args})
+    bases, *configs = run_jobs(jobs)
+    for config in configs:
+        config["model"].pop("class_path")
+        config["trainer"]["logger"]["init_args"].pop("name")
+    return {"bases": bases, **{task: configs[2 * i : 2 * i + 2] for i, task in enumerate(sorted(TASKS))}}
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
-def test_a_projects_default_config_is_the_librarys_composition_for_its_task(task, projects, monkeypatch, capsys):
-    monkeypatch.syspath_prepend(str(projects[task] / "src"))
-    ours = resolved(["--config", str(projects[task] / "configs" / "default.yaml")], capsys)
-    library = [str(REPO / "configs" / "default.yaml"), *(str(REPO / "configs" / c) for c in LIBRARY_CONFIGS[task])]
-    assert ours == resolved([a for c in library for a in ("--config", c)], capsys)
+def test_a_projects_default_config_is_the_librarys_composition_for_its_task(task: str, resolved: dict) -> None:
+    ours, library = resolved[task]
+    assert ours == library

@@ -18,6 +18,7 @@ import pytest
 
 from litstarter.new import answers, parse_extras, render
 from tests.helpers import CONFIGS, REPO, run_litstarter
+from tests.in_project import run_jobs
 from tests.test_new import LIBRARY_CONFIGS
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("make") is None, reason="needs make")]
@@ -75,28 +76,23 @@ def test_make_train_and_make_test_in_a_new_project_match_the_librarys_task(task:
     assert " passed" in tested.stdout and "failed" not in tested.stdout
 
 
-def test_an_edit_to_the_loss_in_task_py_changes_what_the_fit_logs(tmp_path: Path, monkeypatch) -> None:
-    """The same first batch through an unedited and an edited copy: the loss the fit logs is three times as large."""
-    from litstarter.cli import main
-
+def test_an_edit_to_the_loss_in_task_py_changes_what_the_fit_logs(tmp_path: Path) -> None:
+    """The same first batch through an unedited and an edited copy: the loss the fit logs is three times as large.
+    Both fits run in a process of their own (tests/in_project.py), the projects' tasks never imported here."""
     plain, edited = new_project(tmp_path, "classification", "plain"), new_project(tmp_path, "classification", "edited")
     task_py = edited / "src" / "edited" / "task.py"
     source = task_py.read_text()
     assert source.count("        return self.criterion(logits, targets)\n") == 1
-    task_py.write_text(
-        source.replace("return self.criterion(logits, targets)", "return 3.0 * self.criterion(logits, targets)")
-    )
-    logged = {}
+    loss = "return self.criterion(logits, targets)"
+    task_py.write_text(source.replace(loss, f"return 3.0 * {loss.removeprefix('return ')}"))
+    jobs = []
     for project in (plain, edited):
-        monkeypatch.syspath_prepend(str(project / "src"))
-        one_batch = ["--trainer.limit_train_batches=1", "--trainer.limit_val_batches=1", "--test_after_fit=false"]
         save = f"--trainer.logger.init_args.save_dir={tmp_path / project.name}"
-        args = ["fit", "--config", str(project / "configs" / "default.yaml"), "--trainer.max_epochs=1", *one_batch,
-                "--data.init_args.num_workers=0", save]  # fmt: skip
-        cli = main(args)
-        assert type(cli.model).__module__ == f"{project.name}.task"
-        logged[project.name] = float(cli.trainer.callback_metrics["train/loss_epoch"])
-    assert logged["edited"] == pytest.approx(3.0 * logged["plain"], rel=1e-5), logged
+        args = ["--config", str(project / "configs" / "default.yaml"), "--data.init_args.num_workers=0", save]
+        jobs.append({"src": str(project / "src"), "mode": "first_loss", "args": args})
+    logged = dict(zip(("plain", "edited"), run_jobs(jobs), strict=True))
+    assert [logged[name]["module"] for name in logged] == ["plain.task", "edited.task"]
+    assert logged["edited"]["loss"] == pytest.approx(3.0 * logged["plain"]["loss"], rel=1e-5), logged
 
 
 @pytest.fixture(scope="module")
