@@ -20,6 +20,7 @@ from litstarter.errors import BadInputError
 
 from .box_files import Annotated, checked
 from .confine import confine
+from .label_formats import Found, LabelFormat
 from .listing import shown
 from .splits import SPLIT_ALIASES, canonical_split
 
@@ -136,3 +137,22 @@ def _finite(cell: str) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+class BoxCsv(LabelFormat):
+    """The boxes CSV, named by ``data.labels``."""
+
+    name = "boxes"
+    title = "a boxes CSV"
+    reads = "data.labels: <file>.csv with path,x1,y1,x2,y2,label[,split], a row per box"
+
+    def claims(self, path: Path) -> bool:
+        """A file (not ``.json``) with a boxes CSV's header (one almost so is refused: :func:`box_header`)."""
+        return path.suffix.lower() != ".json" and box_header(path) is not None
+
+    def read(self, root: Path, found: Found) -> Annotated:
+        """:func:`read_box_csv`."""
+        return read_box_csv(found.path, root)
+
+
+FORMAT = BoxCsv()

@@ -1,11 +1,6 @@
-"""The box layouts, found and listed: COCO json per split (or one file), YOLO's ``data.yaml``, a boxes CSV.
-
-* ``root/annotations/instances_<split>.json`` (or ``root/instances_<split>.json``; ``train2017`` names the train
-  split too): one COCO file per split; ``data.labels: <file>.json``: one file, each image's ``"split"`` placing it
-  (without one, the splits come from the fractions);
-* ``root/data.yaml`` with ``names`` and ``train``/``val``/``test`` folders of images or list files (YOLO; ``labels/``
-  beside ``images/``: :mod:`.yolo_files`);
-* ``data.labels: <file>.csv`` with ``path,x1,y1,x2,y2,label[,split]`` columns, a row per box (:mod:`.box_csv`).
+"""The box layouts, found and listed: every format of :mod:`.label_formats` (COCO json, YOLO, a boxes CSV, Pascal
+VOC, the TensorFlow CSV, LabelMe, CVAT for images, Label Studio), each read by its own module into
+:class:`.box_files.Annotated`.
 
 Each image's target is its boxes, ``[[x1, y1, x2, y2, class index], ...]`` in its pixels as shown
 (:mod:`.box_files`); an image with none is allowed and counted. Nothing a file names is opened outside ``data.root``
@@ -18,46 +13,30 @@ from pathlib import Path
 
 from litstarter.errors import BadInputError
 
-from .box_csv import box_header, read_box_csv
 from .box_files import Annotated
-from .coco_json import read_coco
+from .label_formats import find_boxes
 from .listing import Walker, shown
-from .splits import SPLIT_NAMES, SourceFile, canonical_split, source_file
-from .yolo_files import YOLO_CONFIG, read_yolo
+from .splits import SourceFile, source_file
 
 #: Images named in full in a refusal; the rest are counted.
 NAMED = 5
 
 
-def coco_files(root: Path) -> dict[str, Path]:
-    """``{split: instances json}`` under ``root/annotations`` or ``root`` (``instances_train2017.json`` is train)."""
-    found = {}
-    for folder in (root / "annotations", root):
-        for path in sorted(folder.glob("instances_*.json")) if folder.is_dir() else []:
-            split = canonical_split(path.stem.removeprefix("instances_").rstrip("0123456789"))
-            if split and split not in found:
-                found[split] = path
-    return found
+def read_annotations(
+    root: Path, labels: str | None, chosen: str | None = None
+) -> tuple[Annotated, str, Path | None] | None:
+    """The box annotations of ``root`` (parsed once: the layout keeps them), their form (the format's name:
+    ``coco``, ``yolo``, ``boxes``, ``voc``, ...) and what the layout line names; ``None`` when ``root`` (or the
+    ``labels`` file) holds no box format. ``chosen``: ``data.box_format``, the one format looked for.
 
-
-def read_annotations(root: Path, labels: str | None) -> tuple[Annotated, str, Path | None] | None:
-    """The box annotations of ``root`` (parsed once: the layout keeps them), their form (``coco``, ``yolo``,
-    ``boxes``) and file; ``None`` when ``root`` holds no box layout."""
-    if labels is not None:
-        path = root / labels
-        if path.suffix.lower() == ".json" and path.is_file():
-            return read_coco(path, root, None), "coco", path
-        return (read_box_csv(path, root), "boxes", path) if box_header(path) else None
-    if (root / YOLO_CONFIG).is_file():
-        return read_yolo(root), "yolo", root / YOLO_CONFIG
-    files = coco_files(root)
-    if "train" not in files:
+    Raises:
+        BadInputError: two formats in ``root`` and none chosen; the chosen one is not there; what a format reads
+            is refused (:mod:`.label_formats`).
+    """
+    found = find_boxes(root, labels, chosen)
+    if found is None:
         return None
-    result = None
-    for split in SPLIT_NAMES:
-        if split in files:
-            result = read_coco(files[split], root, split, result)
-    return result, "coco", files["train"]
+    return found.format.read(root, found), found.format.name, found.path
 
 
 def list_boxes(
@@ -80,6 +59,12 @@ def list_boxes(
         for file in found:
             key = (split or "train") if split_given else None
             listed.setdefault(key, []).append(source_file(root, file, boxes))
+    if split_given and "train" not in listed:
+        raise BadInputError(
+            f"{source} puts every image in {' and '.join(sorted(k for k in listed if k))}, none in train: a fit needs"
+            " train images (give some the train split, or give none a split: data.val_fraction and"
+            " data.test_fraction carve them)"
+        )
     if twice:
         more = f" and {len(twice) - NAMED} more" if len(twice) > NAMED else ""
         raise BadInputError(

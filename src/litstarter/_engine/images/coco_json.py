@@ -8,6 +8,11 @@
   field takes the split names and aliases (``valid``, ``testing``, ...); another value is refused.
 * **Annotations**: ``bbox`` is ``[x, y, w, h]``; an unknown image or category, or a ``bbox`` that is not four
   numbers, is a bad annotation (:class:`.box_files.Annotated` refuses or counts them).
+* **Category ids** may be any (1, 5, 90 as COCO's own are): the classes are the categories sorted by id, and the
+  ids are kept (:attr:`.box_files.Annotated.ids`) so that ``infer``'s COCO results give them back.
+
+Found as ``annotations/instances_<split>.json`` (or ``instances_<split>.json`` beside the images;
+``instances_train2017.json`` is train), or named by ``data.labels: <file>.json`` (:class:`CocoJson`).
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from pathlib import Path
 
 from litstarter.errors import BadInputError
 
+from .annotation_files import json_kind
 from .box_files import Annotated, checked
 from .confine import confine, outside_root
+from .label_formats import Found, LabelFormat
 from .listing import shown
-from .splits import SPLIT_ALIASES, canonical_split
+from .splits import SPLIT_ALIASES, SPLIT_NAMES, canonical_split
 
 
 def read_coco(path: Path, root: Path, split: str | None, result: Annotated | None = None) -> Annotated:
@@ -48,10 +55,14 @@ def read_coco(path: Path, root: Path, split: str | None, result: Annotated | Non
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise BadInputError(f"'{path}' is not COCO instances json (images, annotations, categories): {err}") from None
     _check_categories(path, categories)
+    ids = [c["id"] for c in categories]
     if result is None:
-        result = Annotated(names)
-    elif result.names != names:
-        raise BadInputError(f"'{path}' has the categories {names}; another split's file has {result.names}")
+        result = Annotated(names, ids=ids)
+    elif result.names != names or result.ids != ids:
+        raise BadInputError(
+            f"'{path}' has the categories {dict(zip(ids, names, strict=True))}; another split's file has"
+            f" {dict(zip(result.ids or [], result.names, strict=True))}"
+        )
     images = _images(path, root, entries, split)
     boxes: dict = {image_id: [] for image_id in images}
     for n, ann in enumerate(annotations if isinstance(annotations, list) else []):
@@ -157,3 +168,46 @@ def coco_image(root: Path, json_path: Path, name: str, split: str | None) -> Pat
         if split and (folder / split / name).is_file():
             return folder / split / name
     return None
+
+
+def coco_files(root: Path) -> dict[str, Path]:
+    """``{split: instances json}`` under ``root/annotations`` or ``root`` (``instances_train2017.json`` is train)."""
+    found = {}
+    for folder in (root / "annotations", root):
+        for path in sorted(folder.glob("instances_*.json")) if folder.is_dir() else []:
+            split = canonical_split(path.stem.removeprefix("instances_").rstrip("0123456789"))
+            if split and split not in found:
+                found[split] = path
+    return found
+
+
+class CocoJson(LabelFormat):
+    """COCO instances json: a file per split found in the folder, or one file ``data.labels`` names."""
+
+    name = "coco"
+    title = "COCO json"
+    reads = "annotations/instances_<split>.json (or beside the images), or data.labels: <file>.json"
+
+    def detect(self, root: Path) -> Found | None:
+        """``instances_<split>.json`` files, train's among them."""
+        files = coco_files(root)
+        if "train" not in files:
+            return None
+        listed = tuple((files[split], split) for split in SPLIT_NAMES if split in files)
+        what = ", ".join(path.relative_to(root).as_posix() for path, _ in listed)
+        return Found(self, files["train"], what, listed)
+
+    def claims(self, path: Path) -> bool:
+        """A ``.json`` that is not a list (a list is Label Studio's: this reader says why anything else is not
+        COCO)."""
+        return path.suffix.lower() == ".json" and json_kind(path) != "list"
+
+    def read(self, root: Path, found: Found) -> Annotated:
+        """Each file in turn, their categories the same."""
+        result = None
+        for path, split in found.files:
+            result = read_coco(path, root, split, result)
+        return result
+
+
+FORMAT = CocoJson()

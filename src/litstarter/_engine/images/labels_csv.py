@@ -234,7 +234,8 @@ def read_labels_file(
         raise BadInputError(
             f"data.labels '{csv_path}' has the columns {columns}; expected a header with path,label and optionally"
             " split (or path,labels with ';'-separated labels, path and one 0/1 column per label, path and numeric"
-            " target columns, or image,mask)"
+            " target columns, or image,mask; boxes: path,x1,y1,x2,y2,label or the TensorFlow CSV's"
+            " filename,width,height,class,xmin,ymin,xmax,ymax)"
         )
     has_split = "split" in columns
     headers = {c: w for c, w in zip(columns, written, strict=True) if c not in NOT_LABELS and form != "masks"}

@@ -11,7 +11,10 @@ Accepted layouts (class names are the sorted folder names of train):
   numbers per image, or ``image,mask`` pairs;
 * ``root/images/`` beside ``root/masks/`` (or both inside each split folder): a mask per image
   (:mod:`.mask_folders`), class names from ``root/classes.txt``;
-* boxes: COCO json, YOLO's ``data.yaml``, or a ``path,x1,y1,x2,y2,label`` CSV (:mod:`.box_listing`).
+* boxes: COCO json, YOLO's ``data.yaml``, a ``path,x1,y1,x2,y2,label`` CSV, Pascal VOC XML, the TensorFlow CSV,
+  LabelMe, CVAT for images or a Label Studio export (:mod:`.label_formats`, :mod:`.box_listing`): a folder is read
+  by what it holds, whatever the task; a task that trains on boxes, given a folder without any, is refused naming the
+  formats it reads and what the folder holds (never as class folders).
 
 Split folders may also be named ``training``, ``valid``, ``validation``, ``dev``, ``testing``, in any case. Each
 layout is one module that lists files with their targets (:mod:`.class_folders`, :mod:`.mask_folders`,
@@ -32,6 +35,7 @@ from ..targets import TargetKind, target_kind
 from .box_files import Annotated
 from .box_listing import list_boxes, read_annotations
 from .class_folders import class_names_of, list_class_folders, visible_dirs
+from .label_formats import BOX_FORMAT_NAMES, expected, no_boxes
 from .label_sets import FORM_NAMES
 from .labels_csv import LabelRow, read_labels_file
 from .labels_listing import list_labels_file
@@ -44,7 +48,7 @@ __all__ = ["Layout", "SourceFile", "detect_layout", "expected_layout", "list_sou
 
 #: A labels file's form -> the kind of its targets.
 FORM_KINDS = {"label": "class", "labels": "label_set", "columns": "label_set", "values": "value", "masks": "mask"}
-FORM_KINDS |= {"coco": "boxes", "yolo": "boxes", "boxes": "boxes"}
+FORM_KINDS |= dict.fromkeys(BOX_FORMAT_NAMES, "boxes")
 
 
 def expected_layout(root: Path) -> str:
@@ -73,7 +77,8 @@ class Layout:
         rows: The labels CSV's rows for the ``labels`` kind.
         form: The labels CSV's form: ``label`` (one class per image), multi-label ``labels`` / ``columns``
             (:mod:`litstarter._engine.images.label_sets`), or ``values`` (:mod:`.label_values`); a mask layout's
-            ``masks``; a box layout's ``coco``, ``yolo`` or ``boxes`` (CSV).
+            ``masks``; a box layout's format (:data:`.label_formats.BOX_FORMAT_NAMES`: ``coco``, ``yolo``,
+            ``boxes`` for the boxes CSV, ``voc``, ...).
         annotated: A box layout's annotations, parsed once (:mod:`.box_files`).
     """
 
@@ -103,7 +108,11 @@ class Layout:
         if self.kind == "boxes":
             images = self.annotated.images
             boxes, empty = sum(len(b) for _, _, b in images), sum(not b for _, _, b in images)
-            return f"{self.form} boxes {self.labels} ({len(images)} images, {boxes} boxes, {empty} image(s) without)"
+            counted = f"; {self.annotated.counts()}" if self.annotated.counted else ""
+            return (
+                f"{self.form} boxes {self.labels} ({len(images)} images, {boxes} boxes, {empty} image(s)"
+                f" without{counted})"
+            )
         has_split = any(row.split for row in self.rows)
         absolute = sum(os.path.isabs(row.path) for row in self.rows)
         where = f"paths under {root}" + (f", {absolute} absolute" if absolute else "")
@@ -121,25 +130,34 @@ class Layout:
 
 
 def detect_layout(
-    root: str | os.PathLike, labels: str | os.PathLike | None = None, labels_absolute_paths: bool = False
+    root: str | os.PathLike,
+    labels: str | os.PathLike | None = None,
+    labels_absolute_paths: bool = False,
+    box_format: str | None = None,
 ) -> Layout:
     """The :class:`Layout` of ``root`` from its folder names (or the labels file): cheap, no file listing.
 
     ``labels_absolute_paths`` lets the labels file name absolute paths (see
     :mod:`litstarter._engine.images.labels_csv`); a relative path must stay inside ``root`` either way.
+    ``box_format`` (``data.box_format``) reads that box format alone (:mod:`.label_formats`).
 
     Raises:
         UsageError: ``root`` (or the labels file) does not exist.
-        BadInputError: ``root`` has no class folders, or split folders are mixed with others, doubled or lack train.
+        BadInputError: ``root`` has no class folders, or split folders are mixed with others, doubled or lack train;
+            the task trains on boxes (:func:`.label_formats.expecting`) and ``root`` holds none it reads.
     """
     root = Path(root)
     if not root.is_dir():
         what = "is not a folder" if root.exists() else "does not exist"
         raise UsageError(f"data.root '{root}' {what}; {expected_layout(root)}")
-    boxes = read_annotations(root, str(labels) if labels is not None else None)
+    labels = str(labels) if labels is not None else None
+    boxes = read_annotations(root, labels, box_format)
     if boxes is not None:
         annotated, form, path = boxes
         return Layout("boxes", annotated.names, labels=path, form=form, annotated=annotated)
+    wanted = expected()
+    if wanted is not None and wanted.targets == "boxes":
+        raise BadInputError(no_boxes(root, labels, wanted.task))
     if labels is not None:
         csv_path = root / labels
         rows, form, columns = read_labels_file(csv_path, root, allow_absolute=labels_absolute_paths)

@@ -27,6 +27,7 @@ from litstarter.errors import BadInputError, UsageError
 
 from .box_files import Annotated, checked, shown_size
 from .confine import LEAVES, confine, outside_root
+from .label_formats import Found, LabelFormat
 from .listing import Walker, shown
 from .preprocess import is_image_file
 
@@ -197,3 +198,23 @@ def _yolo_boxes(label_file: Path, image: Path, result: Annotated, root: Path) ->
             x1, y1, x2, y2 = (cx - w / 2) * width, (cy - h / 2) * height, (cx + w / 2) * width, (cy + h / 2) * height
             boxes.append([x1, y1, x2, y2, cls])
     return boxes
+
+
+class YoloFiles(LabelFormat):
+    """YOLO: ``data.yaml`` at the folder's top."""
+
+    name = "yolo"
+    title = "YOLO"
+    reads = "data.yaml with names and train/val/test, a labels/<name>.txt of 'class cx cy w h' per image"
+
+    def detect(self, root: Path) -> Found | None:
+        """``data.yaml``."""
+        path = root / YOLO_CONFIG
+        return Found(self, path, YOLO_CONFIG, ((path, None),)) if path.is_file() else None
+
+    def read(self, root: Path, found: Found) -> Annotated:
+        """:func:`read_yolo`."""
+        return read_yolo(root)
+
+
+FORMAT = YoloFiles()

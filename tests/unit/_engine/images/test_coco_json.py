@@ -113,3 +113,23 @@ def test_a_bbox_that_is_not_four_finite_numbers_is_a_bad_annotation(coco, tmp_pa
     kept = ImageFolderDataModule(str(root), cache_dir=str(tmp_path / "skip"), image_size=64, on_bad_box="skip")
     with pytest.warns(UserWarning, match=r"left out 1 bad box"):
         kept.load_cache()
+
+
+def test_category_ids_of_any_value_are_kept_in_class_order_and_must_agree_across_splits(tmp_path) -> None:
+    from tests.box_sets import CLASSES, pictures, write
+
+    root = tmp_path / "sparse"
+    write("coco", root, pictures(12, seed=2))
+    layout = detect_layout(root)
+    assert layout.class_names == list(CLASSES) and layout.annotated.ids == [1, 5, 90]
+    path = root / "annotations" / "instances_val.json"
+    data = json.loads(path.read_text())
+    data["categories"][2]["id"] = 91
+    data["annotations"] = [
+        {**a, "category_id": 91 if a["category_id"] == 90 else a["category_id"]} for a in data["annotations"]
+    ]
+    path.write_text(json.dumps(data))
+    assert refusal(root, tmp_path) == (
+        f"'{path}' has the categories {{1: 'bar', 5: 'dot', 91: 'ring'}}; another split's file has {{1: 'bar', 5:"
+        " 'dot', 90: 'ring'}"
+    )
