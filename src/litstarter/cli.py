@@ -122,24 +122,38 @@ class LitStarterCLI(RunCLI):
         fill_in_backbone_resize(self.active_config())
 
     def instantiate_classes(self) -> None:
-        """Build everything; a refusal from a link's function (:meth:`num_classes_for_task`) is raised as it is,
-        not inside jsonargparse's ``Call to compute_fn of link ...`` wrapper."""
+        """Build everything, the data knowing what the task trains on (a folder without boxes, for a task of boxes,
+        is refused naming the box formats: :func:`~litstarter._engine.images.label_formats.expecting`); a refusal
+        from a link's function (:meth:`num_classes_for_task`) is raised as it is, not inside jsonargparse's ``Call
+        to compute_fn of link ...`` wrapper."""
+        from litstarter._engine.images.label_formats import expecting
+
         try:
-            super().instantiate_classes()
+            task = self.task_class()
+        except (ImportError, AttributeError):  # named by the link's function below, as before
+            task = None
+        try:
+            with expecting(getattr(task, "target_kind", None), getattr(task, "__name__", "the task")):
+                super().instantiate_classes()
         except ValueError as err:
             if isinstance(err.__cause__, UserError):
                 raise err.__cause__ from None
             raise
 
-    def num_classes_for_task(self, datamodule) -> int:
-        """``data.num_classes`` for ``model.num_classes``, once the configured task has checked that the data's
-        targets are its own (before the task is built: a task of two classes would refuse one value column as
-        ``model.num_classes``, never naming the data)."""
+    def task_class(self) -> type | None:
+        """The configured task's class (an :class:`ImageTask`), or ``None`` when it is not one."""
         model = self.active_config().get("model")
         path = str(getattr(model, "class_path", None) or "")  # parsed: the full dotted path
         module, _, name = path.rpartition(".")
         task = getattr(importlib.import_module(module), name, None) if module else None
-        if isinstance(task, type) and issubclass(task, ImageTask):
+        return task if isinstance(task, type) and issubclass(task, ImageTask) else None
+
+    def num_classes_for_task(self, datamodule) -> int:
+        """``data.num_classes`` for ``model.num_classes``, once the configured task has checked that the data's
+        targets are its own (before the task is built: a task of two classes would refuse one value column as
+        ``model.num_classes``, never naming the data)."""
+        task = self.task_class()
+        if task is not None:
             task.check_targets(datamodule)
         return num_classes_of(datamodule)
 

@@ -77,9 +77,13 @@ class ImageFolderDataModule(ArrayDataModule):
             classes ``background`` and ``foreground``, no pixel ignored; ``null`` (unset) does so for masks holding
             only 0 and 255 (or 0 and 1) when no ``classes.txt`` or ``palette.json`` names the classes, and one line
             says so; ``false`` reads every mask as class indices (255: ``ignore_index``).
-        on_bad_box: Boxes (COCO json, YOLO's ``data.yaml``, a ``path,x1,y1,x2,y2,label`` CSV): a box outside its
-            image, of zero area or with an unknown class, an annotation of a missing image, a YOLO line without five
-            fields: ``error`` stops, naming the file and the box; ``skip`` leaves them out and counts them.
+        on_bad_box: Boxes (COCO json, YOLO, a boxes CSV, Pascal VOC, the TensorFlow CSV, LabelMe, CVAT, Label
+            Studio: docs/detection.md): a box outside its image, of zero area or with an unknown class, an
+            annotation of a missing image, a YOLO line without five fields: ``error`` stops, naming the file and the
+            box; ``skip`` leaves them out and counts them.
+        box_format: The box format to read where the folder holds two (or to read this one only): ``coco``,
+            ``yolo``, ``boxes`` (the ``path,x1,y1,x2,y2,label`` CSV), ``voc``, ``tf_csv``, ``labelme``, ``cvat``,
+            ``label_studio``; ``null``: the one the folder (or ``labels``) holds.
     """
 
     def __init__(
@@ -109,6 +113,7 @@ class ImageFolderDataModule(ArrayDataModule):
         mask_resize: Literal["refuse", "nearest"] = "refuse",
         binary_masks: bool | None = None,
         on_bad_box: Literal["error", "skip"] = "error",
+        box_format: Literal["coco", "yolo", "boxes", "voc", "tf_csv", "labelme", "cvat", "label_studio"] | None = None,
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if not 0 <= ignore_index <= 255:
@@ -141,6 +146,7 @@ class ImageFolderDataModule(ArrayDataModule):
                 "mask_resize": mask_resize,
                 "binary": binary_masks,
                 "on_bad_box": on_bad_box,
+                "box_format": box_format,
             },
         )
         for name, value in (("mean", mean), ("std", std)):
@@ -150,6 +156,7 @@ class ImageFolderDataModule(ArrayDataModule):
         self.root, self.channels, self.class_names = self.folder.root, self.folder.channels, self.folder.class_names
         self.image_size, self.resize_size = self.folder.image_size, self.folder.resize_size
         self.interpolation = self.folder.interpolation  # linked into the model: infer resizes as the cache did
+        self.category_ids = self.folder.category_ids  # COCO's own ids: the task records them for infer's results
         # What the targets are, checked by the task: class folders and a `label` column hold one class per image, a
         # multi-label labels file (a `labels` column, or one 0/1 column per label) label sets, numeric columns values.
         self.target_kind = self.folder.target_kind

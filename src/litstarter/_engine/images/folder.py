@@ -60,8 +60,8 @@ class CachedImageFolder:
         crop_pct: The eval crop's fraction of the stored size (a timm backbone's): stored at
             ``floor(image_size / crop_pct)``; ``None``: the target kind's (boxes: 1, the whole image), else
             ``image_size`` x 1.14.
-        target_settings: What decoding the targets needs, for kinds that decode files (masks: ``ignore_index``,
-            ``mask_resize``, ``binary``).
+        target_settings: What reading the targets needs: for masks ``ignore_index``, ``mask_resize``, ``binary``;
+            for boxes ``on_bad_box`` and ``box_format`` (the one format read; ``None``: what the folder holds).
 
     Raises:
         UsageError: a value out of range, naming its ``data.*`` key.
@@ -114,7 +114,8 @@ class CachedImageFolder:
         self.on_bad_file = on_bad_file
         self.seed = seed
         # Needed at once: the CLI links class_names and channels into the model at instantiation.
-        self.layout = detect_layout(self.root, labels, labels_absolute_paths)
+        box_format = (target_settings or {}).get("box_format")
+        self.layout = detect_layout(self.root, labels, labels_absolute_paths, box_format)
         self.target_kind = self.layout.target_kind
         self.all_class_names, settings = self.layout.class_names, dict(target_settings or {})
         if not self.all_class_names and target_kind(self.target_kind).storage == "pixels":  # masks, no classes.txt
@@ -142,6 +143,13 @@ class CachedImageFolder:
         if self.layout.labels is not None:
             return [self.root / row.mask for row in self.layout.rows]
         return mask_files(self.root, self.layout.split_dirs)
+
+    @property
+    def category_ids(self) -> list | None:
+        """The format's own ids of the classes, in index order, where they are not the indices (COCO's category
+        ids); ``None`` otherwise."""
+        annotated = self.layout.annotated
+        return list(annotated.ids) if annotated is not None and annotated.ids is not None else None
 
     @property
     def class_to_idx(self) -> dict[str, int]:

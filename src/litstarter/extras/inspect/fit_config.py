@@ -102,7 +102,8 @@ def image_folder_of(config: Namespace) -> CachedImageFolder:
     init_args = vars(data.init_args)
     accepted = set(inspect.signature(CachedImageFolder).parameters)
     defaults = inspect.signature(ImageFolderDataModule).parameters
-    settings = {key: init_args.get(key, defaults[key].default) for key in ("ignore_index", "mask_resize", "on_bad_box")}
+    keys = ("ignore_index", "mask_resize", "on_bad_box", "box_format")
+    settings = {key: init_args.get(key, defaults[key].default) for key in keys}
     settings["binary"] = init_args.get("binary_masks", defaults["binary_masks"].default)  # masks: as fit reads them
     settings["on_bad_box"] = "skip"  # bad boxes are listed and counted, not fatal: reporting them is the point
     kept = {k: v for k, v in init_args.items() if k in accepted}
