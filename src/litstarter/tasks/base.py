@@ -164,8 +164,9 @@ class ImageTask(L.LightningModule):
             )
 
     def setup(self, stage: str) -> None:
-        """Before fitting: the data's normalisation (a resume's overwrites it) and the size it stores images at (for
-        inference on files)."""
+        """Before fitting: the data's normalisation (a resume's overwrites it), the size it stores images at (for
+        inference on files) and its own ids of the classes where it has them (COCO's category ids: checkpoints
+        record them, and ``model.json`` after them, for ``infer``'s COCO results)."""
         datamodule = self.trainer.datamodule
         if stage != "fit" or datamodule is None:
             return
@@ -178,6 +179,8 @@ class ImageTask(L.LightningModule):
         stored = getattr(datamodule, "resize_size", None) or getattr(datamodule, "image_size", None)
         if stored is not None and self.hparams.get("resize_size") is None:
             self.hparams.resize_size = tuple(int(v) for v in stored)
+        ids = getattr(datamodule, "category_ids", None)  # COCO's own category ids: infer's COCO results give them
+        self.category_ids = list(ids) if ids is not None and len(ids) == len(self.class_names) else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images ``(B, C, H, W)`` in 0..255 -> the network's outputs ``(B, num_classes)``."""
@@ -238,6 +241,8 @@ class ImageTask(L.LightningModule):
         checkpoint["state_dict"] = uncompiled_keys(checkpoint["state_dict"])
         checkpoint["task"] = self.task_name
         checkpoint["answers"] = self.answers_state()
+        if getattr(self, "category_ids", None) is not None:  # the data's own ids of the classes (COCO's)
+            checkpoint["answers"]["category_ids"] = list(self.category_ids)
 
     def answers_state(self) -> dict:
         """What the task's answers need beyond the names (``litstarter.tasks.answers``), as plain lists: saved in

@@ -27,7 +27,10 @@ class DetectionAnswers(TaskAnswers):
     output_kind = "detections (N, D, 6): x1, y1, x2, y2, score, class per row, in the input's pixels; class -1 pads"
     output_name = "boxes"
     ranks_classes = False
-    state_keys = ("score_threshold", "nms_iou", "max_detections")
+    state_keys = ("score_threshold", "nms_iou", "max_detections", "category_ids")
+    #: The state every detection model has; ``category_ids`` (the data's COCO ids of the classes) only where the
+    #: data had ids of its own.
+    required_keys = ("score_threshold", "nms_iou", "max_detections")
     min_outputs = 1
     agreement_name = "box_agreement"
     score_name = "map"
@@ -37,15 +40,20 @@ class DetectionAnswers(TaskAnswers):
     int8 = False
 
     def problem(self) -> str | None:
-        """Names, and the three thresholds."""
+        """Names, the three thresholds, and one category id per name where there are ids."""
         if not self.class_names:
             return f"class_names needs at least one name for task {self.name}"
-        missing = [key for key in self.state_keys if key not in self.state]
-        return f"task {self.name} needs {', '.join(missing)}" if missing else None
+        missing = [key for key in self.required_keys if key not in self.state]
+        if missing:
+            return f"task {self.name} needs {', '.join(missing)}"
+        ids = self.state.get("category_ids")
+        if ids is not None and (not isinstance(ids, list) or len(ids) != len(self.class_names)):
+            return f"category_ids needs one id per class name for task {self.name}, got {ids!r}"
+        return None
 
     @classmethod
     def state_of(cls, data) -> dict:
-        """The thresholds, as numbers."""
+        """The thresholds, as numbers, and the category ids where there are."""
         return {key: data[key] for key in cls.state_keys if data.get(key) is not None}
 
     def contract_fields(self) -> dict:
@@ -115,14 +123,15 @@ class DetectionAnswers(TaskAnswers):
 
     def results(self, answers: list[tuple[str, object]]) -> bytes:
         """COCO's results json: ``[{"image_id", "file_name", "category_id", "category_name", "bbox": [x, y, w, h],
-        "score"}]``, the image id a file's place in ``infer``'s input order and the category id its class's index + 1
-        (COCO counts from 1; a COCO file's categories sorted by id are the classes, so ids 1..K match it, and other
-        ids map by ``category_name``)."""
+        "score"}]``, the image id a file's place in ``infer``'s input order; the category id the data's own
+        (``category_ids``: a COCO file's ids, 1, 5, 90 as they were) where the model records them, else the class's
+        index + 1 (COCO counts from 1)."""
+        ids = self.state.get("category_ids") or [i + 1 for i in range(len(self.class_names))]
         rows = []
         for image_id, (file, found) in enumerate(answers):
             for b in found:
                 x1, y1, x2, y2 = b["box"]
-                category = self.class_names.index(b["label"]) + 1
+                category = ids[self.class_names.index(b["label"])]
                 bbox = [round(v, 3) for v in (x1, y1, x2 - x1, y2 - y1)]
                 row = {"image_id": image_id, "file_name": file, "category_id": category, "category_name": b["label"]}
                 row["bbox"] = bbox
