@@ -55,6 +55,19 @@ def _startup_row(name: str, target: bool = True) -> str:
 
 #: Every benchmark with the lines its smoke prints (its table's header and rows, its verdicts).
 SMOKES: dict[str, Smoke] = {
+    "box_formats.py": Smoke(
+        (
+            rf"box formats: 40 images of 160x120 px \(jpg\), \d+ boxes; cache build \(image_size 224, 1 process\(es\)\)"
+            rf" {N} s, median of 1 round\(s\)",
+            r"format +read s +/ build",
+            *(rf"{form} +{N} +{N}%" for form in ("coco", "yolo", "boxes")),
+            *(
+                rf"{form} +{N} +{N}%  target < 5%: (met|NOT met)"
+                for form in ("voc", "voc_devkit", "tf_csv", "labelme", "cvat", "label_studio", "label_studio_min")
+            ),
+            rf"slowest new reader: {N}% of the cache build \(target < 5%\): (met|NOT met)",
+        )
+    ),
     "cv_overhead.py": Smoke(
         (
             rf"cv: 2 folds in one process: {N} s wall, {N} s CPU",

@@ -107,8 +107,11 @@ def number(value) -> float | None:
 
 
 def relative(path: Path, root: Path) -> str:
-    """``path`` relative to ``root``, printable (``/`` separators)."""
-    return shown(os.path.relpath(path, root)).replace(os.sep, "/")
+    """``path`` relative to ``root``, printable (``/`` separators); a prefix cut where ``path`` is under ``root`` as
+    written (``os.path.relpath`` resolves both paths each call: ten times slower)."""
+    text, top = os.fspath(path), os.fspath(root).rstrip(os.sep)
+    inside = text[len(top) + 1 :] if text.startswith(top + os.sep) else None
+    return shown(inside if inside else os.path.relpath(path, root)).replace(os.sep, "/")
 
 
 def files_in(folder: Path, suffix: str) -> list[Path]:
@@ -116,10 +119,17 @@ def files_in(folder: Path, suffix: str) -> list[Path]:
     ``[]`` if it is not a folder."""
     try:
         with os.scandir(folder) as entries:
-            named = [Path(e.path) for e in entries if e.name.lower().endswith(suffix) and not e.name.startswith(".")]
+            named = [e for e in entries if e.name.lower().endswith(suffix) and not e.name.startswith(".")]
+            return [Path(e.path) for e in sorted(named, key=lambda e: e.name) if _is_file(e)]
     except OSError:
         return []
-    return sorted(p for p in named if p.is_file())
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def subfolders(folder: Path) -> list[Path]:

@@ -146,7 +146,11 @@ def _images(root: Path, found: Found, named: list[tuple[Path, str]]) -> list[Pat
     """Each ``(xml, <filename>)``'s image, or the phrase saying it is not found; every name confined first (one
     refusal per image folder, naming each ``.xml``)."""
     groups: dict[str, list[int]] = {}
-    folders = [_image_folder(root, xml) for xml, _ in named]
+    mirrors: dict[Path, str | None] = {}  # one image folder per annotation folder
+    for xml, _ in named:
+        if xml.parent not in mirrors:
+            mirrors[xml.parent] = _image_folder(root, xml)
+    folders = [mirrors[xml.parent] for xml, _ in named]
     for i, folder in enumerate(folders):
         groups.setdefault(folder or relative(named[i][0].parent, root), []).append(i)
     source = f"Pascal VOC '{found.path}'"
