@@ -16,7 +16,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from litstarter.__main__ import extra_commands
+from litstarter.__main__ import LIBRARY_COMMANDS, extra_commands
 from tests.helpers import DEFAULT_CONFIG, FOLDER_CONFIG, REPO, make_image_folder
 
 #: What the extras (and the trackers kept as extras) install beyond training's dependencies.
@@ -78,7 +78,7 @@ def test_with_every_extras_package_hidden_training_runs_and_extras_say_what_to_i
 
     listed = {line.split()[0] for line in results["help"].split("subcommands:")[1].splitlines() if line[:2] == "  "}
     ready = {name for name, command in extra_commands().items() if not command.needs}
-    assert {"fit", "validate", "test", "predict", *ready} == listed
+    assert {"fit", "validate", "test", "predict", *LIBRARY_COMMANDS, *ready} == listed
     for name, command in NEEDING.items():
         err = results[name]["stderr"].strip()
         assert results[name]["code"] == 2 and "\n" not in err, err

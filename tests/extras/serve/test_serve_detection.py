@@ -213,7 +213,7 @@ def one_class_run(tmp_path_factory) -> dict:
 
 def test_one_class_fits_exports_infers_and_serves_over_both_routes(one_class_run, tmp_path: Path) -> None:
     """Detection's background is implicit: one class of boxes trains, scores (its AP is the mAP), exports, infers
-    (COCO results of category 1) and serves, on /predict and the Open Inference Protocol."""
+    (COCO results under the dataset's own category id, 7) and serves, on /predict and the Open Inference Protocol."""
     metrics = json.loads((one_class_run["run"] / "metrics.json").read_text())
     assert metrics["test/ap/digit"] == metrics["test/map"] and metrics["test/map"] > 0, metrics
     export = one_class_run["export"]
@@ -228,7 +228,7 @@ def test_one_class_fits_exports_infers_and_serves_over_both_routes(one_class_run
         labels = {row["label"] for row in csv.DictReader(handle)}
     results = json.loads(out.with_suffix(".coco.json").read_text())
     assert (
-        labels == {"digit"} and results and {(r["category_id"], r["category_name"]) for r in results} == {(1, "digit")}
+        labels == {"digit"} and results and {(r["category_id"], r["category_name"]) for r in results} == {(7, "digit")}
     )
     server = start_server(export / "model.onnx")
     try:
