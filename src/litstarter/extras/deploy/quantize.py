@@ -74,12 +74,16 @@ def quantize_int8(fp32_path: Path, out_path: Path, calibration: np.ndarray, cont
                     per_channel=True,
                     activation_type=QuantType.QUInt8,  # u8 activations x s8 weights: the fast path on x86 (VNNI)
                     weight_type=QuantType.QInt8,
+                    # 7-bit weights: x86 without VNNI (AVX2, AVX-512 alone) multiplies u8 x s8 with VPMADDUBSW, whose
+                    # 16-bit sums saturate; the artifact may run on such a CPU, wherever it was exported.
+                    reduce_range=True,
                 )
                 record.update(
                     mode="static_qdq",
                     activations="uint8",
                     weights="int8",
                     calibration_method="minmax",
+                    reduce_range=True,
                     pre_processed=pre_processed,
                 )
             except Exception as err:
