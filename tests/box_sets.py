@@ -308,26 +308,28 @@ def data_module(root: Path, cache: Path, **options):
     return dm
 
 
-def refusal(root: Path, cache: Path, **options) -> str:
-    """The one line reading ``root`` is refused with (a ``BadInputError``), nothing cached."""
+def refusal(root: Path, cache: Path, build=None, **options) -> str:
+    """The one line reading ``root`` (with ``build``, :func:`data_module` by default) is refused with (a
+    ``BadInputError``), nothing cached."""
     import pytest
 
     from litstarter.errors import BadInputError
 
     with pytest.raises(BadInputError) as refused:
-        data_module(root, cache, **options)
+        (build or data_module)(root, cache, **options)
     assert not cache.exists(), "a refused folder left a cache"
     message = str(refused.value)
     assert "\n" not in message, message
     return message
 
 
-def skipped(root: Path, cache: Path, **options) -> tuple[object, str]:
-    """The data module reading ``root`` with ``data.on_bad_box: skip``, and the warning that counts what it left."""
+def skipped(root: Path, cache: Path, build=None, **options) -> tuple[object, str]:
+    """The data module reading ``root`` (with ``build``, :func:`data_module` by default) with ``data.on_bad_box:
+    skip``, and the warning that counts what it left."""
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        dm = data_module(root, cache, on_bad_box="skip", **options)
+        dm = (build or data_module)(root, cache, on_bad_box="skip", **options)
     said = [str(w.message) for w in caught if "left out" in str(w.message)]
     return dm, said[0] if said else ""

@@ -56,6 +56,8 @@ class Annotated:
     crowd: int = 0
     ids: list | None = None
     counted: dict[str, int] = field(default_factory=dict)
+    #: What one problem is, in messages.
+    things = "box(es)"
 
     def count(self, phrase: str, n: int = 1) -> None:
         """Count ``n`` more of ``phrase`` (``difficult box(es) left out``) for the layout line."""
@@ -66,21 +68,21 @@ class Annotated:
         return "; ".join(f"{n} {phrase}" for phrase, n in self.counted.items())
 
     def settle(self, on_bad_box: str, source: str) -> str:
-        """Refuse the bad boxes (``error``) or return the note that counts them (``skip``; ``""`` when none).
+        """Refuse the bad boxes or shapes (``error``) or return the note that counts them (``skip``; ``""`` when none).
 
         Raises:
-            BadInputError: bad boxes under ``on_bad_box: error``, the first few named.
+            BadInputError: bad ones under ``on_bad_box: error``, the first few named.
         """
         more = f"; and {len(self.problems) - NAMED} more" if len(self.problems) > NAMED else ""
         listed = "; ".join(self.problems[:NAMED]) + more
         if self.problems and on_bad_box != "skip":
             raise BadInputError(
-                f"{source}: {len(self.problems)} bad box(es) or annotation(s): {listed} (fix them, or"
+                f"{source}: {len(self.problems)} bad {self.things} or annotation(s): {listed} (fix them, or"
                 " data.on_bad_box: skip leaves them out, counted)"
             )
         notes = []
         if self.problems:
-            notes.append(f"left out {len(self.problems)} bad box(es) (data.on_bad_box: skip): {listed}")
+            notes.append(f"left out {len(self.problems)} bad {self.things} (data.on_bad_box: skip): {listed}")
         if self.crowd:
             notes.append(f"left out {self.crowd} crowd annotation(s) (iscrowd: 1)")
         return "; ".join(notes)

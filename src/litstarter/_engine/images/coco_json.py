@@ -54,7 +54,7 @@ def read_coco(path: Path, root: Path, split: str | None, result: Annotated | Non
         annotations = data.get("annotations", [])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise BadInputError(f"'{path}' is not COCO instances json (images, annotations, categories): {err}") from None
-    _check_categories(path, categories)
+    check_categories(path, categories)
     ids = [c["id"] for c in categories]
     if result is None:
         result = Annotated(names, ids=ids)
@@ -63,19 +63,19 @@ def read_coco(path: Path, root: Path, split: str | None, result: Annotated | Non
             f"'{path}' has the categories {dict(zip(ids, names, strict=True))}; another split's file has"
             f" {dict(zip(result.ids or [], result.names, strict=True))}"
         )
-    images = _images(path, root, entries, split)
+    images = listed_images(path, root, entries, split)
     boxes: dict = {image_id: [] for image_id in images}
     for n, ann in enumerate(annotations if isinstance(annotations, list) else []):
         ann = ann if isinstance(ann, dict) else {}
         where = f"{shown(path.name)} annotation {ann.get('id', n)}"
         bbox = ann.get("bbox")
-        if not _known(ann.get("image_id"), images):
+        if not known(ann.get("image_id"), images):
             result.problems.append(f"{where}: image_id {ann.get('image_id')!r} is no image of the file")
-        elif not _known(ann.get("category_id"), index):
+        elif not known(ann.get("category_id"), index):
             result.problems.append(f"{where}: category_id {ann.get('category_id')!r} is none of {sorted(index)}")
         elif ann.get("iscrowd"):
             result.crowd += 1
-        elif not (isinstance(bbox, list) and len(bbox) == 4 and all(_number(v) for v in bbox)):
+        elif not (isinstance(bbox, list) and len(bbox) == 4 and all(is_number(v) for v in bbox)):
             result.problems.append(f"{where}: bbox {bbox!r} is not [x, y, w, h] numbers")
         else:
             x, y, w, h = (float(v) for v in bbox)
@@ -89,18 +89,18 @@ def read_coco(path: Path, root: Path, split: str | None, result: Annotated | Non
     return result
 
 
-def _known(key, table: dict) -> bool:
+def known(key, table: dict) -> bool:
     try:
         return key in table
     except TypeError:  # a list or a dict as an id
         return False
 
 
-def _number(value) -> bool:
+def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _check_categories(path: Path, categories: list[dict]) -> None:
+def check_categories(path: Path, categories: list[dict]) -> None:
     """Refuse a category id or name given twice, naming both."""
     by_id: dict = {}
     by_name: dict = {}
@@ -119,7 +119,7 @@ def _check_categories(path: Path, categories: list[dict]) -> None:
         by_id[cid], by_name[name] = name, cid
 
 
-def _images(path: Path, root: Path, entries: list, split: str | None) -> dict:
+def listed_images(path: Path, root: Path, entries: list, split: str | None) -> dict:
     """``{image id: (file_name normalised, split)}``, every entry checked before any file is opened.
 
     Raises:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from xml.etree.ElementTree import Element
 
 from litstarter.errors import BadInputError
 
@@ -70,7 +71,21 @@ class CvatImages(LabelFormat):
 
 
 def _read_file(path: Path, root: Path, result: Annotated) -> list[Drawn]:
-    """One ``annotations.xml``'s images with their shapes."""
+    """One ``annotations.xml``'s images with their boxes."""
+    images = cvat_images(path, root, result.problems, "boxes")
+    return [_shapes(image, file, split, label, result) for image, file, split, label in images]
+
+
+def cvat_images(
+    path: Path, root: Path, problems: list[str], shapes: str
+) -> list[tuple[Element, Path, str | None, str]]:
+    """One ``annotations.xml``'s ``<image>`` elements, each with its file (inside ``data.root``), split (``subset``,
+    else the folder's) and its place for messages; an image whose file is missing is recorded in ``problems``.
+
+    Raises:
+        BadInputError: the file does not parse, is CVAT for video (whose ``<track>`` elements hold the ``shapes``),
+            or names an image without a name or outside ``data.root``.
+    """
     try:
         element = read_xml(path)
     except Unreadable as err:
@@ -79,24 +94,25 @@ def _read_file(path: Path, root: Path, result: Annotated) -> list[Drawn]:
     if element.find("track") is not None and not images:
         raise BadInputError(
             f"'{path}' is CVAT for video 1.1 (<track> elements): export the task as CVAT for images 1.1, whose"
-            " <image> elements hold each frame's boxes"
+            f" <image> elements hold each frame's {shapes}"
         )
     entries = [(f"image {image.get('id', n)}", (image.get("name") or "").strip()) for n, image in enumerate(images)]
     empty = [where for where, name in entries if not name]
     if empty:
         raise BadInputError(f"'{path}': {', '.join(empty[:5])} without a name (the image's path under images/)")
     names = confine(f"'{path}'", root, entries, what="image(s)")
-    drawn = []
+    found = []
     for image, (where, _), name in zip(images, entries, names, strict=True):
         subset = (image.get("subset") or "").strip()
         file = _image(root, path, name, subset)
-        label = f"{path.name} {where}"
+        label = f"{relative(path, root)} {where}"
         if file is None:
-            result.problems.append(f"{label}: '{name}' is not found under images/, data.root or beside the .xml")
+            problems.append(f"{label}: '{name}' is not found under images/, data.root or beside the .xml")
             continue
-        split = canonical_split(subset) if subset else None
-        drawn.append(_shapes(image, file, split or split_of(relative(file, root)), label, result))
-    return drawn
+        found.append(
+            (image, file, (canonical_split(subset) if subset else None) or split_of(relative(file, root)), label)
+        )
+    return found
 
 
 def _image(root: Path, xml: Path, name: str, subset: str) -> Path | None:

@@ -107,7 +107,7 @@ def _drawn(data: dict, image: Path, split: str | None, where: str, result: Annot
         if kind in NO_BOX:
             result.count(f"LabelMe shape(s) that enclose no box left out ({', '.join(sorted(NO_BOX))})")
             continue
-        points = _points(shape.get("points"))
+        points = point_pairs(shape.get("points"))
         if not label:
             result.problems.append(f"{where} {entry}: label is empty (a box needs its class)")
         elif points is None:
@@ -131,7 +131,7 @@ def _drawn(data: dict, image: Path, split: str | None, where: str, result: Annot
     return drawn
 
 
-def _points(value) -> list[tuple[float, float]] | None:
+def point_pairs(value) -> list[tuple[float, float]] | None:
     """``[[x, y], ...]`` as number pairs, or ``None``."""
     if not isinstance(value, list):
         return None

@@ -14,7 +14,10 @@ Accepted layouts (class names are the sorted folder names of train):
 * boxes: COCO json, YOLO's ``data.yaml``, a ``path,x1,y1,x2,y2,label`` CSV, Pascal VOC XML, the TensorFlow CSV,
   LabelMe, CVAT for images or a Label Studio export (:mod:`.label_formats`, :mod:`.box_listing`): a folder is read
   by what it holds, whatever the task; a task that trains on boxes, given a folder without any, is refused naming the
-  formats it reads and what the folder holds (never as class folders).
+  formats it reads and what the folder holds (never as class folders);
+* polygons, for a task that trains on masks: LabelMe, CVAT for images or COCO shapes (polygons, rectangles, RLE)
+  drawn into a mask per image (:mod:`.polygon_formats`); such a task, given a folder holding neither shapes nor mask
+  files, is refused naming what segmentation reads and what the folder holds.
 
 Split folders may also be named ``training``, ``valid``, ``validation``, ``dev``, ``testing``, in any case. Each
 layout is one module that lists files with their targets (:mod:`.class_folders`, :mod:`.mask_folders`,
@@ -42,13 +45,14 @@ from .labels_listing import list_labels_file
 from .listing import Walker
 from .mask_files import read_class_names
 from .mask_folders import is_mask_pair, list_mask_folders
+from .polygon_formats import read_drawings, refuse_unless_masks
 from .splits import SPLIT_NAMES, Listing, SourceFile, canonical_split, carved_origin
 
 __all__ = ["Layout", "SourceFile", "detect_layout", "expected_layout", "list_sources"]
 
 #: A labels file's form -> the kind of its targets.
 FORM_KINDS = {"label": "class", "labels": "label_set", "columns": "label_set", "values": "value", "masks": "mask"}
-FORM_KINDS |= dict.fromkeys(BOX_FORMAT_NAMES, "boxes")
+FORM_KINDS |= dict.fromkeys(BOX_FORMAT_NAMES, "boxes") | {"polygons": "mask"}
 
 
 def expected_layout(root: Path) -> str:
@@ -69,7 +73,8 @@ class Layout:
 
     Args:
         kind: ``classes`` (``root/<class>``), ``splits`` (split folders), ``labels`` (a labels CSV), ``masks``
-            (``images/`` and ``masks/``, at the root or in split folders) or ``boxes`` (COCO, YOLO, a boxes CSV).
+            (``images/`` and ``masks/``, at the root or in split folders), ``boxes`` (COCO, YOLO, a boxes CSV) or
+            ``polygons`` (LabelMe, CVAT, COCO shapes drawn into masks, for a task of masks: :mod:`.polygon_formats`).
         class_names: Sorted class names (train's): the classes, the label vocabulary, the target columns; a mask
             layout's from ``classes.txt`` (``[]`` without one: the masks number them).
         split_dirs: ``{split: folder name as found}`` for the ``splits`` kind.
@@ -79,10 +84,11 @@ class Layout:
             (:mod:`litstarter._engine.images.label_sets`), or ``values`` (:mod:`.label_values`); a mask layout's
             ``masks``; a box layout's format (:data:`.label_formats.BOX_FORMAT_NAMES`: ``coco``, ``yolo``,
             ``boxes`` for the boxes CSV, ``voc``, ...).
-        annotated: A box layout's annotations, parsed once (:mod:`.box_files`).
+        annotated: A box layout's annotations, parsed once (:mod:`.box_files`); a polygon layout's drawn masks
+            (:class:`.polygon_files.Drawings`).
     """
 
-    kind: Literal["classes", "splits", "labels", "masks", "boxes"]
+    kind: Literal["classes", "splits", "labels", "masks", "boxes", "polygons"]
     class_names: list[str]
     split_dirs: dict[str, str] = field(default_factory=dict)
     labels: Path | None = None
@@ -105,6 +111,8 @@ class Layout:
         if self.kind == "masks":
             names = ",".join(self.split_dirs[s] for s in SPLIT_NAMES if s in self.split_dirs)
             return f"{root}/{{{names}}}/{{images,masks}}/<image>" if names else f"{root}/{{images,masks}}/<image>"
+        if self.kind == "polygons":  # LabelMe, CVAT, COCO shapes drawn into masks (polygon_formats.py)
+            return self.annotated.describe(self.labels)
         if self.kind == "boxes":
             images = self.annotated.images
             boxes, empty = sum(len(b) for _, _, b in images), sum(not b for _, _, b in images)
@@ -151,11 +159,16 @@ def detect_layout(
         what = "is not a folder" if root.exists() else "does not exist"
         raise UsageError(f"data.root '{root}' {what}; {expected_layout(root)}")
     labels = str(labels) if labels is not None else None
+    wanted = expected()
+    if wanted is not None and wanted.targets == "mask":  # a task of masks: shapes drawn, mask files, or one line
+        drawn = read_drawings(root, labels, box_format)
+        if drawn is not None:
+            return Layout("polygons", drawn[0].names, labels=drawn[1], form="polygons", annotated=drawn[0])
+        refuse_unless_masks(root, labels, wanted.task)
     boxes = read_annotations(root, labels, box_format)
     if boxes is not None:
         annotated, form, path = boxes
         return Layout("boxes", annotated.names, labels=path, form=form, annotated=annotated)
-    wanted = expected()
     if wanted is not None and wanted.targets == "boxes":
         raise BadInputError(no_boxes(root, labels, wanted.task))
     if labels is not None:
@@ -227,10 +240,11 @@ def list_sources(
     """
     root, walker = Path(root), Walker(Path(root))
     notes = ""
-    if layout.kind == "boxes":
+    if layout.kind in ("boxes", "polygons"):
         on_bad_box = getattr(kind, "on_bad_box", "error")
         listed, notes = list_boxes(root, layout.annotated, walker, on_bad_box, f"'{layout.labels}'")
         name = layout.form if layout.form != "boxes" else layout.labels.name  # coco, yolo, boxes.csv
+        name = layout.annotated.format if layout.kind == "polygons" else name  # labelme, cvat, coco
         given = {split: f"{name} split={split}" for split in listed if split}
         carving = Carving(f"{name}, ", name, name, name)
     elif layout.kind == "labels":

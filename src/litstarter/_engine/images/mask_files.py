@@ -26,6 +26,7 @@ from PIL import Image
 
 from litstarter.errors import BadInputError
 
+from .drawn_masks import drawn_classes, is_drawn
 from .listing import shown
 from .mask_formats import LOSSY_WHY, lossy_format
 
@@ -250,9 +251,13 @@ def cover_crop_nearest(mask: Image.Image, size: tuple[int, int]) -> Image.Image:
 
 
 def classes_present(targets: list, root: Path, options: MaskOptions) -> np.ndarray:
-    """``(N, K)`` 0/1: the classes each listed mask holds (an unreadable one holds none: the cache build reports it)."""
+    """``(N, K)`` 0/1: the classes each listed mask holds (an unreadable one holds none: the cache build reports it);
+    a drawn mask's are drawn to be counted (a shape that later ones cover holds no pixel)."""
     out = np.zeros((len(targets), options.num_classes), dtype=np.float32)
     for row, target in zip(out, targets, strict=True):
+        if is_drawn(target):
+            row[drawn_classes(target, options.num_classes)] = 1
+            continue
         try:
             values = np.unique(mask_indices(root / target[0], options))
         except Exception:  # noqa: BLE001 - reported, with its reason, when the cache decodes it

@@ -1,4 +1,5 @@
-"""A class per pixel (``mask``): a mask file beside each image, decoded with it into ``<split>.targets.u8``.
+"""A class per pixel (``mask``): a mask file beside each image, or shapes an annotation draws (LabelMe, CVAT, COCO
+polygons or RLE: :mod:`..images.drawn_masks`), decoded with it into ``<split>.targets.u8``.
 
 A mask is a PNG of class indices (mode ``L`` or ``P``: the index itself, not the palette's colour) or a colour PNG
 whose colours a palette maps to classes (:mod:`..images.mask_files`). It is decoded with its image, through the
@@ -16,8 +17,9 @@ import numpy as np
 
 from litstarter.errors import UsageError
 
+from ..images.drawn_masks import decode_drawn, is_drawn, valid_drawn
 from ..images.label_sets import carve_sets
-from ..images.mask_files import MaskOptions, classes_present, decode_mask, read_palette
+from ..images.mask_files import MaskOptions, classes_present, cover_crop_nearest, decode_mask, read_palette
 from ..images.splits import SourceFile
 from .base import TargetKind
 
@@ -29,6 +31,7 @@ class MaskTargets(TargetKind):
     Args:
         root: The data root the masks' paths are under (``None`` until :meth:`configured`).
         options: The classes, the ignore index, the palette and the resize rule.
+        on_bad_box: Drawn masks' bad shapes (:mod:`..images.polygon_files`): ``error`` or ``skip``.
     """
 
     name = "mask"
@@ -37,13 +40,14 @@ class MaskTargets(TargetKind):
     holder = "pixel"
     empty_hint = "; check classes.txt, data.ignore_index and data.binary_masks"
 
-    def __init__(self, root: Path | None = None, options: MaskOptions | None = None) -> None:
+    def __init__(self, root: Path | None = None, options: MaskOptions | None = None, on_bad_box: str = "error") -> None:
         self.root = root
         self.options = options or MaskOptions()
+        self.on_bad_box = on_bad_box
 
     def configured(self, root, names: list[str], settings: dict) -> MaskTargets:
-        """For ``root``: ``settings`` ``ignore_index``, ``mask_resize``, ``binary``; the palette from
-        ``root/palette.json``.
+        """For ``root``: ``settings`` ``ignore_index``, ``mask_resize``, ``binary``, ``on_bad_box`` (drawn masks'
+        bad shapes); the palette from ``root/palette.json``.
 
         Raises:
             UsageError: ``ignore_index`` is a class's index (its pixels would be neither learnt nor scored).
@@ -62,7 +66,7 @@ class MaskTargets(TargetKind):
             mask_resize=str(settings.get("mask_resize", "refuse")),
             binary=bool(settings.get("binary")),
         )
-        return MaskTargets(Path(root), options)
+        return MaskTargets(Path(root), options, str(settings.get("on_bad_box", "error")))
 
     def params(self) -> dict:
         """The options that change the stored masks."""
@@ -85,6 +89,9 @@ class MaskTargets(TargetKind):
 
     def decode(self, target, image_size: tuple[int, int], orientation: int, size: tuple[int, int]):
         """The mask of ``target`` as the cache stores it: ``((H, W) uint8, None)`` or ``(None, reason)``."""
+        if is_drawn(target):
+            ignore = self.options.ignore_index
+            return decode_drawn(target, image_size, orientation, size, ignore, cover_crop_nearest)
         return decode_mask(self.root, target, image_size, orientation, size, self.options)
 
     def strata(self, stored: np.ndarray) -> np.ndarray:
@@ -109,7 +116,9 @@ class MaskTargets(TargetKind):
         return ["mask"]
 
     def valid(self, target, k: int) -> bool:
-        """``[mask path, size, mtime_ns, ctime_ns, inode]``."""
+        """``[mask path, size, mtime_ns, ctime_ns, inode]``, or a drawn mask's shapes (:mod:`..images.drawn_masks`)."""
+        if is_drawn(target):
+            return valid_drawn(target, k)
         return (
             isinstance(target, list)
             and len(target) == 5
