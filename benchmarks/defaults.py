@@ -53,7 +53,7 @@ def fit(root: Path, runs: Path, name: str, extra: list[str], log: Path, configs:
         done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=os.environ.copy())
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"defaults suite: the fit on {name} failed (exit {done.returncode}); see {log}")
+        raise SystemExit(f"{Path(sys.argv[0]).name}: the fit on {name} failed (exit {done.returncode}); see {log}")
     run = max((runs / name).glob("version_*"), key=lambda p: p.stat().st_mtime)
     metrics = json.loads((run / "metrics.json").read_text())
     return {"metrics": metrics, "epochs": _epochs(run), "seconds": seconds, "rate": _rate(run), "run": str(run)}

@@ -53,6 +53,12 @@ def interpolation_of(datamodule) -> str:
     return getattr(datamodule, "interpolation", None) or "bilinear"
 
 
+def tiles_of(datamodule) -> dict | None:
+    """The windows the data module trains on (``data.tiles``) as plain values, ``None`` where it has none."""
+    tiling = getattr(datamodule, "tiling", None)
+    return tiling.to_dict() if tiling is not None else None
+
+
 def fill_in_backbone_resize(config) -> None:
     """A ``timm/`` backbone's resize filter and crop fraction (its pretrained config's) into ``data.interpolation``
     and ``data.crop_pct`` where the data module takes them and they are unset, so that the cache, ``model.json``,
@@ -98,6 +104,7 @@ class LitStarterCLI(RunCLI):
             "class_names": functools.partial(data_fact, name="class_names"),
             "resize_size": resize_size_of,  # inference on files resizes to it
             "interpolation": interpolation_of,  # with this filter
+            "tiles": tiles_of,  # windows over larger images: val, test, predict and inference slide them
         }
         for target, compute in links.items():
             parser.link_arguments("data", f"model.init_args.{target}", compute_fn=compute, apply_on="instantiate")

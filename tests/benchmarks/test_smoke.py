@@ -241,6 +241,16 @@ SMOKES: dict[str, Smoke] = {
             rf"on disk: jpegs {N} MiB, cache {N} MiB, shards {N} MiB, encoded {N} MiB",
         )
     ),
+    "thin_structures.py": Smoke(
+        (
+            r"thin structures: 8 images of 96 px \(test 2\), curves 1-3 px; tiles of 48 px; IoU on the test files' .*",
+            r"side +thin IoU +bg IoU +mIoU +seconds +fit test/miou",
+            rf"otsu +{N} +{N} +{N} +{N} +-",
+            *(rf"{side} +{N} +{N} +{N} +{N} +{N}" for side in ("defaults", "tiles")),
+            r"defaults beat otsu on the thin IoU and the mIoU: (yes|NO)",
+            rf"tiles - defaults: thin IoU [+-]?{N}, mIoU [+-]?{N}, time {X}",
+        )
+    ),
     "tune_overhead.py": Smoke(
         (
             rf"tune: 2 trials in one process: {N} s",

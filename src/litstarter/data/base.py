@@ -78,8 +78,10 @@ class ArrayDataModule(L.LightningDataModule):
             workers["collate_fn"] = dataset.collate
         if isinstance(sampler, BatchSampler):  # it forms the batches itself (e.g. class-balanced ones)
             return DataLoader(dataset, batch_sampler=sampler, **workers)
-        # train order comes from the seeded sampler; val/test never shuffle
-        return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, shuffle=False, **workers)
+        # train order comes from the seeded sampler; val/test never shuffle. A dataset of whole large images
+        # (data.tiles) says how many of them a batch holds (loader_batch).
+        batch = getattr(dataset, "loader_batch", None) or self.batch_size
+        return DataLoader(dataset, batch_size=batch, sampler=sampler, shuffle=False, **workers)
 
     def train_sampler(self) -> Sampler | BatchSampler:
         """The sampler (or batch sampler) for the train loader; a seeded per-epoch shuffle by default. Override

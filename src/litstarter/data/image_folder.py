@@ -3,6 +3,7 @@ bad-file handling."""
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 from jsonargparse import lazy_instance
@@ -13,10 +14,13 @@ from torchvision.transforms import v2
 from litstarter._engine.images.cache import ImageCache
 from litstarter._engine.images.folder import CachedImageFolder
 from litstarter._engine.images.label_values import first_non_flag
+from litstarter._engine.images.tiled_folder import TiledImageFolder
+from litstarter._engine.tiles import Tiling
 from litstarter.data.augmentation import FastAugmentation, describe
 from litstarter.data.base import ArrayDataModule
 from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
+from litstarter.data.tiles import TiledImageDataset, Tiles, eval_batch
 from litstarter.errors import BadInputError, UsageError
 
 
@@ -84,6 +88,10 @@ class ImageFolderDataModule(ArrayDataModule):
         box_format: The box format to read where the folder holds two (or to read this one only): ``coco``,
             ``yolo``, ``boxes`` (the ``path,x1,y1,x2,y2,label`` CSV), ``voc``, ``tf_csv``, ``labelme``, ``cvat``,
             ``label_studio``; ``null``: the one the folder (or ``labels``) holds.
+        tiles: Masks and boxes: train on windows of the images at their own resolution instead of shrinking them to
+            ``image_size`` (``{size: 256, overlap: 64}``; ``overlap`` defaults to a quarter of ``size``, ``max_side``
+            to 4096: images kept up to that side); val, test, ``predict``, ``infer`` and ``serve`` slide the windows
+            over whole images (docs/segmentation.md, Tiles). ``data.image_size`` is then not read. ``null``: off.
     """
 
     def __init__(
@@ -114,6 +122,7 @@ class ImageFolderDataModule(ArrayDataModule):
         binary_masks: bool | None = None,
         on_bad_box: Literal["error", "skip"] = "error",
         box_format: Literal["coco", "yolo", "boxes", "voc", "tf_csv", "labelme", "cvat", "label_studio"] | None = None,
+        tiles: Tiles | None = None,
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if not 0 <= ignore_index <= 255:
@@ -125,7 +134,9 @@ class ImageFolderDataModule(ArrayDataModule):
         if sampler not in ("none", "weighted", "balanced"):
             raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
         # The listing, the split and the cache: the engine's, shared with the reports that read the same cache.
-        self.folder = CachedImageFolder(
+        self.tiling = Tiling.from_value(tiles)  # windows at the images' own size (data/tiles.py), or None
+        folder = CachedImageFolder if self.tiling is None else functools.partial(TiledImageFolder, tiling=self.tiling)
+        self.folder = folder(
             root,
             labels,
             image_size,
@@ -196,11 +207,29 @@ class ImageFolderDataModule(ArrayDataModule):
         cache = self.load_cache()
         if self.train_set is not None:
             return
+        if self.tiling is not None:
+            self._setup_tiles(cache)
+            return
         train = cache.images("train")
         self.train_set = ArrayImageDataset(train, cache.targets("train"), self.image_size, self.augmentation)
         self.val_set = ArrayImageDataset(cache.images("val"), cache.targets("val"), self.image_size)
         if "test" in cache.splits:
             self.test_set = ArrayImageDataset(cache.images("test"), cache.targets("test"), self.image_size)
+
+    def _setup_tiles(self, cache: ImageCache) -> None:
+        """``data.tiles``: crops of the train images for training, the whole val and test images for their scores."""
+
+        def split(name: str, train: bool = False) -> TiledImageDataset:
+            images, extents = cache.images(name), cache.extents(name)
+            augmentation = self.augmentation if train else None
+            data = TiledImageDataset(
+                images, cache.targets(name), self.tiling, extents, augmentation, train, self.ignore_index
+            )
+            data.loader_batch = None if train else eval_batch(self.batch_size, self.resize_size, self.tiling.size)
+            return data
+
+        self.train_set, self.val_set = split("train", train=True), split("val")
+        self.test_set = split("test") if "test" in cache.splits else None
 
     def train_sampler(self) -> Sampler | BatchSampler:
         """``none``: a seeded shuffle; ``weighted``: 1/class-count draws; ``balanced``: class-balanced batches."""

@@ -62,6 +62,10 @@ class TaskAnswers:
     results_file: ClassVar[str] = ""
     #: Whether an exported INT8 graph can be had and scored (:meth:`score`).
     int8: ClassVar[bool] = True
+    #: How the outputs of windows gather into an image's when the model slides windows over large images
+    #: (``data.tiles``; :mod:`litstarter._engine.tiles`): ``blend`` (maps of logits), ``boxes`` (detections merged
+    #: across the seams); ``""``: the task does not tile.
+    tile_rule: ClassVar[str] = ""
 
     def __init__(self, class_names: Sequence[str], state: Mapping | None = None) -> None:
         self.class_names = list(class_names)

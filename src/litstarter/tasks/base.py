@@ -26,6 +26,7 @@ from litstarter.errors import UsageError
 from litstarter.models import check_weights, create_backbone, list_backbones
 from litstarter.models.build import build_network
 from litstarter.models.network import architecture_of
+from litstarter.models.tiling import needs_windows, run_tiled, task_tiling
 
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
 PLATEAU_MONITOR = "val/loss"
@@ -81,6 +82,10 @@ class ImageTask(L.LightningModule):
         scale_lr_with_batch: Scale the learning rate with the effective global batch (per-device batch x devices x
             nodes x accumulation) against ``reference_batch_size``: ``linear``, ``sqrt`` (gentler) or ``none``.
         reference_batch_size: The global batch the configured learning rate was tuned for.
+        tiles: ``{"size": [h, w], "overlap", "max_side"}`` (linked from ``data.tiles``): the network takes windows of
+            ``image_size``, and ``self(images)`` on larger images slides them (:mod:`litstarter.models.tiling`:
+            segmentation blends the logits, detection merges the boxes across the seams), as ``infer`` does;
+            recorded for export. ``null``: one view per image.
     """
 
     #: The task's name in checkpoints and ``model.json`` (downstream code looks its answers up by it).
@@ -119,6 +124,7 @@ class ImageTask(L.LightningModule):
         compile: bool | dict = False,
         scale_lr_with_batch: ScaleMode = "none",
         reference_batch_size: int = 64,
+        tiles: dict | None = None,
     ) -> None:
         super().__init__()
         check_shared_arguments(num_classes, class_names, freeze_backbone_epochs, backbone_lr_scale, dropout)
@@ -141,6 +147,7 @@ class ImageTask(L.LightningModule):
         self.init_report: TransferReport | None = None  # what init_from loaded, once a fit has started
         self.train_loss, self.val_loss = MeanMetric(), MeanMetric()  # every task's: means over an epoch's images
         self.train_metrics: MetricCollection | None = None  # a task's train metrics, logged at each epoch's end
+        self.tiling, self.tile_rule = task_tiling(tiles, self.task_name)  # windows over larger images, and their rule
 
     @classmethod
     def unsaved_arguments(cls) -> tuple[str, ...]:
@@ -183,9 +190,12 @@ class ImageTask(L.LightningModule):
         self.category_ids = list(ids) if ids is not None and len(ids) == len(self.class_names) else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Images ``(B, C, H, W)`` in 0..255 -> the network's outputs ``(B, num_classes)``."""
+        """Images ``(B, C, H, W)`` in 0..255 -> the network's outputs ``(B, num_classes)``; with ``tiles``, images
+        other than one window go through the windows (the same outputs, for the whole image)."""
         if self.hparams.get("channels_last"):
             x = x.contiguous(memory_format=torch.channels_last)  # uint8: the cheapest moment to reorder
+        if needs_windows(x, self.tiling):
+            return run_tiled(self.net, x, self.tiling, self.tile_rule, self.hparams.get("nms_iou", 0.5))
         return self.net(x)
 
     def log_train_loss(self, loss: torch.Tensor) -> None:

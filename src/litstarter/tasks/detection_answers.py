@@ -38,6 +38,7 @@ class DetectionAnswers(TaskAnswers):
     on_source = True
     results_file = "coco.json"
     int8 = False
+    tile_rule = "boxes"
 
     def problem(self) -> str | None:
         """Names, the three thresholds, and one category id per name where there are ids."""

@@ -4,7 +4,9 @@ The graph's ``(B, K, h, w)`` logits cover the eval view: the file resized to cov
 centre-cropped to it, then centre-cropped to ``image_size``. A file pixel ``(x, y)`` of a ``W x H`` file (after its
 EXIF orientation) looks up the class of view pixel ``(floor((x + 0.5) * new_w / W) - left, floor((y + 0.5) * new_h /
 H) - top)``, where ``new_w, new_h`` are the covering sides and ``left, top`` both crops' offsets together; pixels
-the crops cut off (the long side of an image of another aspect) get ``outside`` (255, the ignore index).
+the crops cut off (the long side of an image of another aspect) get ``outside`` (255, the ignore index). A model
+trained on tiles (``model.json``'s ``tiling``) gives its logits for the file at its own size: resize and crop are then
+that size and the rule maps each pixel onto itself (or, past ``tiling.max_side``, scales it back).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class SegmentationAnswers(TaskAnswers):
     output_prefix = "fraction_"
     on_source = True
     writes_files = "mask"
+    tile_rule = "blend"
 
     def problem(self) -> str | None:
         """The names, and one ignore index."""

@@ -178,6 +178,12 @@ class ImageCache:
         """Bad files left out of the arrays: ``[{"path", "reason"}]``."""
         return self.manifest["skipped"]
 
+    def extents(self, split: str) -> np.ndarray | None:
+        """Each image's ``(h, w)`` within the stored size, ``(N, 2)`` int64, for images kept at their own size and
+        padded (``data.tiles``: :mod:`.own_size`); ``None`` for a cache of one size throughout."""
+        extents = self.manifest["splits"][split].get("extents")
+        return None if extents is None else np.asarray(extents, dtype=np.int64).reshape(-1, 2)
+
     def files(self, split: str) -> list[dict]:
         """The records of a split's cached files, in array order (see ``manifest.FILE_FIELDS``)."""
         return as_records(self.manifest["splits"][split]["files"])

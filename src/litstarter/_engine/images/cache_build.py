@@ -30,6 +30,7 @@ from ..targets import TargetKind, target_kind
 from .cache import ImageCache, MemmapImages, OnBadFile, listing_digest, load_cache, targets_file
 from .listing import shown
 from .manifest import CACHE_VERSION, MANIFEST, array_checksums, as_columns, file_checksum, manifest_text, written_digest
+from .own_size import own_size_decoder
 from .perceptual import as_hex, phash_batch
 from .preprocess import try_load_image
 from .splits import SourceFile
@@ -98,9 +99,12 @@ def _decode_all(
     desc: str,
     interpolation: str,
     kind: TargetKind,
+    decoder=None,
 ) -> Iterator[tuple[np.ndarray | None, str | None, dict, np.ndarray | None]]:
-    """:func:`decode_pair` over ``items`` in order, in this process or a pool of ``workers`` processes."""
-    decode = functools.partial(decode_pair, channels=channels, size=size, interpolation=interpolation, kind=kind)
+    """:func:`decode_pair` (or ``decoder``, which takes its arguments) over ``items`` in order, in this process or a
+    pool of ``workers`` processes."""
+    decoder = decoder or decode_pair
+    decode = functools.partial(decoder, channels=channels, size=size, interpolation=interpolation, kind=kind)
     with tqdm(total=len(items), desc=desc, unit="img", disable=None, leave=False) as bar:
         if workers <= 1:
             for item in items:
@@ -132,9 +136,10 @@ def _decode_split(
     bad: list[dict],
     interpolation: str = "bilinear",
     kind: TargetKind | None = None,
+    decoder=None,
 ) -> tuple[Path, Path | None, list[dict]]:
     """Decode one split into owner-tagged temporary arrays (the images; a decoded kind's targets too); returns them
-    (``None`` for targets the kind stacks later) and the kept files' records."""
+    (``None`` for targets the kind stacks later) and the kept files' records (``decoder``: as :func:`_decode_all`)."""
     kind = kind or target_kind("class")
     tag = owner_tag()
     images_tmp, targets_tmp = folder / f".{split}.u8.{tag}.tmp", folder / f".{split}.{targets_file(kind)}.{tag}.tmp"
@@ -143,7 +148,7 @@ def _decode_split(
     rows: list[np.ndarray] = []  # kind.storage "rows": each kept image's rows, its index first
     kept: list[dict] = []
     items = [(root / f.path, f.target) for f in files]
-    results = _decode_all(items, channels, size, workers, f"caching {split}", interpolation, kind)
+    results = _decode_all(items, channels, size, workers, f"caching {split}", interpolation, kind, decoder)
     for source, (image, reason, facts, target) in zip(files, results, strict=True):
         if image is None:
             bad.append({"path": source.path, "reason": reason})
@@ -201,7 +206,10 @@ def _split_entry(
     n, _, h, w = shape
     sums = array_checksums(targets, n * h * w) if decoded else file_checksum(targets)
     checksums = {**array_checksums(images, int(np.prod(shape))), "targets": sums}
-    return {"shape": shape, "listing_digest": listing_digest(files), "files": as_columns(kept), "checksums": checksums}
+    entry = {"shape": shape, "listing_digest": listing_digest(files), "files": as_columns(kept), "checksums": checksums}
+    if kept and "extent" in kept[0]:  # images kept at their own size (own_size.py): where each really is
+        entry["extents"] = [record["extent"] for record in kept]
+    return entry
 
 
 def build_cache(
@@ -225,7 +233,8 @@ def build_cache(
         folder: The cache folder (created if needed).
         root: The data root that ``sources`` paths are relative to.
         params: Preprocessing parameters, recorded in the manifest and checked on load; its ``interpolation``
-            (``bilinear`` when absent) is the resize filter.
+            (``bilinear`` when absent) is the resize filter; its ``tiles`` keep each image at its own size, padded to
+            ``size`` (:mod:`.own_size`).
         sources: ``{split: files}`` in the order the arrays should have.
         class_to_idx: Class name -> index, recorded in the manifest (classes, labels or target columns).
         channels: 1 or 3.
@@ -244,10 +253,12 @@ def build_cache(
     written: dict[str, tuple[Path, Path, list[dict]]] = {}
     bad: list[dict] = []
     names = list(class_to_idx)
+    decoder = own_size_decoder(params, kind, decode_pair)  # None: the cover resize and centre crop to size
+    interpolation = params.get("interpolation", "bilinear")
     try:
         for split, files in sources.items():
             images_tmp, targets_tmp, kept = _decode_split(
-                folder, root, split, files, channels, size, workers, bad, params.get("interpolation", "bilinear"), kind
+                folder, root, split, files, channels, size, workers, bad, interpolation, kind, decoder
             )
             written[split] = (images_tmp, targets_tmp or _write_targets(folder, split, kept, kind, names), kept)
         if bad and on_bad_file != "skip":  # only an explicit skip leaves files out

@@ -13,17 +13,18 @@ from PIL import Image
 GREY_MODES = frozenset({"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "I;16N", "F"})
 
 
-def read_headers(paths: Iterable[str | os.PathLike]) -> tuple[Counter, list[tuple[int, int]]]:
-    """How many files have each PIL mode, and each file's ``(width, height)``, from headers only (``Image.open``
-    is lazy): what ``channels: auto`` and ``image_size: auto`` need, in one pass. Unreadable files are left out
-    here (the cache build reports them)."""
+def read_headers(paths: Iterable[str | os.PathLike], oriented: bool = False) -> tuple[Counter, list[tuple[int, int]]]:
+    """How many files have each PIL mode, and each file's ``(width, height)`` (``oriented``: as shown, after its EXIF
+    orientation), from headers only (``Image.open`` is lazy): what ``channels: auto`` and ``image_size: auto`` need,
+    in one pass. Unreadable files are left out here (the cache build reports them)."""
     modes: Counter = Counter()
     sizes = []
     for path in paths:
         try:
             with Image.open(path) as image:
                 modes[image.mode] += 1
-                sizes.append(image.size)
+                turned = oriented and image.getexif().get(0x0112, 1) in (5, 6, 7, 8)  # a quarter turn swaps them
+                sizes.append(image.size[::-1] if turned else image.size)
         except Exception:  # noqa: BLE001 - a bad file is the cache build's to report, with on_bad_file
             continue
     return modes, sizes

@@ -26,7 +26,7 @@ from .leakage import warn_leakage
 from .mask_classes import mask_classes
 from .mask_folders import mask_files
 from .preprocess import RESAMPLING, as_size, resize_size_for
-from .sizes import auto_side
+from .sizes import auto_side, shrink_note
 from .splits import Listing, SourceFile
 
 log = logging.getLogger(__name__)
@@ -210,6 +210,9 @@ class CachedImageFolder:
             side, reason = auto_side(sizes)
             self.image_size = (side, side)
             log.info("data.image_size: auto -> %d: %s", side, reason)
+            note = shrink_note(sizes, side) if self.kind.decoded else None  # masks, boxes: say when tiles would help
+            if note:
+                log.warning(note)
 
     def prepare(self) -> tuple[ImageCache, str]:
         """What a fit does with the folder: list it, reuse or build the cache, and warn about what the listing left

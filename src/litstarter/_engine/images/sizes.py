@@ -29,3 +29,24 @@ def auto_side(sizes: Sequence[tuple[int, int]]) -> tuple[int, str]:
     side = int(min(max(round(median / SNAP) * SNAP, low), high))
     snapped = f"snapped to a multiple of {SNAP} within {low}-{high} px"
     return side, f"the median short side of {len(sizes)} images is {median:g} px ({snapped})"
+
+
+#: ``image_size: auto`` says so when it shrinks the images of a pixel task more than this (and suggests tiles).
+SHRINK_NOTE = 2.0
+
+
+def shrink_note(sizes: Sequence[tuple[int, int]], side: int) -> str | None:
+    """One line when ``side`` shrinks the median image (of ``(width, height)`` pairs) more than :data:`SHRINK_NOTE`
+    times: for masks and boxes, thin and small structures vanish; ``data.tiles`` trains on windows at full resolution
+    instead (a window of about half the median short side, a multiple of 32 within 128-512 px)."""
+    if not sizes:
+        return None
+    median = float(np.median([min(w, h) for w, h in sizes]))
+    if median <= SHRINK_NOTE * side:
+        return None
+    window = int(min(max(median // 2 // 32 * 32, 128), 512))
+    return (
+        f"data.image_size: auto -> {side} shrinks these images {median / side:.1f}x (median short side {median:g} px):"
+        f" thin or small structures can vanish; train on windows at their own resolution with data.tiles, e.g."
+        f" --data.tiles.size {window} (docs/segmentation.md, Tiles)"
+    )

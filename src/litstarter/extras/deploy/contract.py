@@ -18,6 +18,11 @@ language, needs only an artifact and this JSON to classify an image exactly as t
 
 ``preprocessing`` states each rule exactly (:mod:`.preprocessing`): its ``resize`` and ``crop`` objects are
 where an ``interpolation`` or a ``crop_pct`` other than the default goes.
+
+A model trained on tiles (``data.tiles``) has ``tiling`` (:mod:`litstarter._engine.tiles`): its graph is one window
+(``image_size``); a client keeps each image at its own size (resized down past ``tiling.max_side`` only), cuts it into
+windows by ``tiling.windows``, runs them, and gathers their outputs by ``tiling.rule`` (``blend``: segmentation's
+logits, ``boxes``: detection's merge across the seams).
 """
 
 from __future__ import annotations
@@ -32,8 +37,10 @@ from typing import TYPE_CHECKING, BinaryIO
 import numpy as np
 
 from litstarter._engine.images.preprocess import as_size, center_crop_array, load_image
+from litstarter._engine.tiles import Tiling
 from litstarter.errors import BadInputError
 from litstarter.extras.deploy.preprocessing import INTERPOLATIONS, preprocessing_fields
+from litstarter.extras.deploy.tiling import check_tiling, load_own_size, tiling_numbers
 from litstarter.tasks.answers import TaskAnswers, answers_class
 
 if TYPE_CHECKING:
@@ -74,6 +81,8 @@ class ModelContract:
             over the logits), ``multilabel`` (a sigmoid per logit, and ``thresholds``), ``regression`` (values).
         task_state: What the task's answers need beyond the names (multi-label: ``thresholds``; regression:
             ``target_mean``, ``target_std``), one value per class name, written at ``model.json``'s top level.
+        tiling: ``{"size", "overlap", "max_side"}`` of a model trained on tiles (``model.json``'s ``tiling``): each
+            image is predicted at its own size by sliding windows of ``image_size``; ``None``: one view per image.
     """
 
     class_names: list[str]
@@ -88,6 +97,7 @@ class ModelContract:
     interpolation: str = "bilinear"
     task: str = "single_label"
     task_state: Mapping = field(default_factory=dict)
+    tiling: Mapping | None = None
 
     def __post_init__(self) -> None:
         if self.interpolation not in INTERPOLATIONS:
@@ -111,6 +121,15 @@ class ModelContract:
             raise ContractError(
                 f"resize_size {list(self.resize_size)} is smaller than image_size {list(self.image_size)}"
             )
+        try:
+            check_tiling(self)
+        except ValueError as err:
+            raise ContractError(str(err)) from None
+
+    @property
+    def tiles(self) -> Tiling | None:
+        """The tiling (:class:`~litstarter._engine.tiles.Tiling`), or ``None`` for a model of one view per image."""
+        return Tiling.from_value(self.tiling, "tiling")
 
     def answers(self) -> TaskAnswers:
         """The task's answers (:mod:`litstarter.tasks.answers`): what the outputs mean to ``infer`` and ``serve``."""
@@ -141,8 +160,17 @@ class ModelContract:
         Raises:
             OSError / ValueError: If the file cannot be decoded.
         """
+        if self.tiling is not None:  # at its own size (up to max_side): the windows cover it
+            return load_own_size(self, path, max_pixels)
         image = load_image(path, self.channels, self.resize_size, max_pixels, self.interpolation)
         return center_crop_array(image, self.image_size)
+
+    def view(self, image: np.ndarray) -> dict:
+        """What the task's answers map an output back to a file by (``TaskAnswers.source_answer``): the sizes the file
+        was resized and cropped to; for a tiling model, the input ``image``'s own (``(C, h, w)``)."""
+        if self.tiling is not None:
+            return {"resize_size": tuple(image.shape[-2:]), "image_size": tuple(image.shape[-2:])}
+        return {"resize_size": self.resize_size, "image_size": self.image_size}
 
     def to_dict(self) -> dict:
         """The JSON-ready form written to ``model.json``."""
@@ -159,7 +187,11 @@ class ModelContract:
                 "value_range": [0, 255],
             },
             "preprocessing": preprocessing_fields(
-                self.color_mode, self.resize_size, self.image_size, self.interpolation
+                self.color_mode,
+                self.resize_size,
+                self.image_size,
+                self.interpolation,
+                None if self.tiling is None else self.tiles.max_side,
             ),
             "normalization": {
                 "mean": list(self.mean),
@@ -174,7 +206,10 @@ class ModelContract:
             },
             "architecture": dict(self.architecture),
         }
-        return {**data, **self.answers().contract_fields()}  # single-label contracts add nothing
+        answers = self.answers()
+        if self.tiling is not None:
+            data["tiling"] = self.tiles.contract(answers.tile_rule, self.task_state.get("nms_iou"))
+        return {**data, **answers.contract_fields()}  # single-label contracts add nothing
 
     def to_json(self) -> str:
         """:meth:`to_dict` as compact JSON (what artifacts embed)."""
@@ -205,6 +240,7 @@ class ModelContract:
                 interpolation=_interpolation(data["preprocessing"]),
                 task=str(data.get("task", "single_label")),
                 task_state=_task_state(str(data.get("task", "single_label")), data),
+                tiling=tiling_numbers(data.get("tiling")),
             )
             _check_sizes(data["preprocessing"])
             return contract
@@ -276,6 +312,7 @@ class ModelContract:
             interpolation=str(hparams.get("interpolation") or "bilinear"),  # absent in checkpoints before it
             task=task,
             task_state=state,
+            tiling=hparams.get("tiles"),
         )
 
 

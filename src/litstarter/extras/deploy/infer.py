@@ -6,7 +6,8 @@ Usage::
 
 Each file is preprocessed exactly as training's eval view (read from the model's contract), inputs are batched, and one
 CSV row is written per file; a task whose answer is a file of its own (a segmentation's mask) also writes it, at the
-input file's own size, into ``<output>_<mask>s/`` beside the CSV, named in a column. A file that cannot be decoded gets
+input file's own size, into ``<output>_<mask>s/`` beside the CSV, named in a column. A model trained on tiles
+(``model.json``'s ``tiling``) predicts each file at its own size by sliding windows. A file that cannot be decoded gets
 a row with its ``error`` and the rest are still predicted; the exit status is then 1. Torch-free at import time: with an
 ``.onnx`` model this command never imports torch or Lightning.
 """
@@ -129,7 +130,7 @@ def predict_files(
     Args:
         backend: The loaded model.
         files: Image files.
-        batch_size: Images per forward pass.
+        batch_size: Images (or, for a model that tiles, windows) per forward pass.
         topk: How many classes to keep per image (capped at the number of classes).
         tta: Views whose probabilities are averaged (``hflip``, ``crops``; see ``litstarter.tta``).
     """
@@ -138,20 +139,30 @@ def predict_files(
     contract = backend.contract
     answers = contract.answers()  # what the outputs mean: the task's (litstarter.tasks.answers)
     k = min(topk, contract.num_classes)
-    view = {"resize_size": contract.resize_size, "image_size": contract.image_size}
     pending: list[tuple[Path, np.ndarray | None, str]] = []
+
+    def run(images: np.ndarray) -> np.ndarray:  # views (or windows) -> logits
+        return tta_logits(backend, images, tta) if tta else backend(images)
+
+    def forward(good: list[np.ndarray]) -> Iterator[np.ndarray]:
+        if contract.tiling is None:  # one view per file: the batch in one pass
+            yield from answers.outputs(run(np.stack(good)))
+            return
+        from litstarter.extras.deploy.tiling import predict_image
+
+        for image in good:  # at its own size, window by window (model.json's tiling)
+            yield answers.outputs(predict_image(contract, run, image, batch_size))[0]
 
     def flush() -> Iterator[Prediction]:
         good = [image for _, image, _ in pending if image is not None]
-        logits = (tta_logits(backend, np.stack(good), tta) if tta else backend(np.stack(good))) if good else None
-        outputs = iter(answers.outputs(logits)) if good else iter(())
+        outputs = forward(good)
         for path, image, error in pending:
             if image is None:
                 yield Prediction(shown(path), shown(error))
                 continue
             answer = next(outputs)
             if answers.on_source:  # the answer on the file's own pixels (a mask, boxes)
-                answer = answers.source_answer(answer, path, view)
+                answer = answers.source_answer(answer, path, contract.view(image))
             yield Prediction(shown(path), answer=answer, rows=answers.csv_rows(answer, k))
         pending.clear()
 

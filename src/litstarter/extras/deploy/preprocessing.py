@@ -65,18 +65,51 @@ def resize_fields(resize_size: tuple[int, int], interpolation: str) -> dict:
     }
 
 
+#: The steps of a model that slides windows over each image at its own size (``model.json``'s ``tiling``).
+TILED_STEPS = [
+    STEPS[0],
+    STEPS[1],
+    "keep the image at its own size: if its longer side is over tiling.max_side, resize it (resize's rules, with the"
+    " per-image size resize.size_rule gives); no crop",
+    "cut it into windows of image_size by tiling.windows (padding a side shorter than a window with 0)",
+    "stack the windows to (N, C, H, W) uint8 with values 0..255; do not normalise, the graph applies mean/std",
+    "gather the windows' outputs by tiling.rule (tiling.blend or tiling.merge) into the image's answer",
+]
+
+
+def tiled_fields(fields: dict, max_side: int) -> dict:
+    """``preprocessing`` for a model that tiles: each image at its own size (resized down past ``max_side`` only),
+    no crop, the windows of ``image_size`` (``model.json``'s ``tiling`` says how they go and gather)."""
+    resize = {k: v for k, v in fields["resize"].items() if k not in ("size", "crop")}
+    resize["fit"] = "own size"
+    resize["max_side"] = max_side
+    resize["size_rule"] = (
+        "per image of H x W: s = min(1, max_side / max(H, W)) in float64; size = [round(H * s), round(W * s)] (half to"
+        " even); the resize below to cover that size (none when s = 1), then its centre crop to it"
+    )
+    resize["crop"] = "centre, to size: left = (new_w - size[1]) // 2, top = (new_h - size[0]) // 2"
+    crop = {"position": "none", "note": "no crop: the windows of image_size cover the whole image (tiling)"}
+    return {**fields, "resize": resize, "crop": crop, "steps": TILED_STEPS}
+
+
 def preprocessing_fields(
-    color_mode: str, resize_size: tuple[int, int], image_size: tuple[int, int], interpolation: str
+    color_mode: str,
+    resize_size: tuple[int, int],
+    image_size: tuple[int, int],
+    interpolation: str,
+    max_side: int | None = None,
 ) -> dict:
     """The whole ``preprocessing`` object of ``model.json``.
 
     Args:
         color_mode: ``L`` or ``RGB``.
-        resize_size: ``(height, width)`` images are resized to cover and centre-cropped to (the cache's size).
-        image_size: ``(height, width)`` centre-cropped out of that: the model's input.
+        resize_size: ``(height, width)`` images are resized to cover and centre-cropped to (the cache's size); for a
+            model that tiles, the size training images were stored (padded) at.
+        image_size: ``(height, width)`` centre-cropped out of that: the model's input (a window, for one that tiles).
         interpolation: A key of :data:`INTERPOLATIONS`.
+        max_side: A model that tiles: images keep their own size up to this side (:func:`tiled_fields`).
     """
-    return {
+    fields = {
         "color_mode": color_mode,
         "resize_size": list(resize_size),
         "image_size": list(image_size),
@@ -90,3 +123,4 @@ def preprocessing_fields(
         "channels": CHANNELS,
         "steps": STEPS,
     }
+    return fields if max_side is None else tiled_fields(fields, max_side)

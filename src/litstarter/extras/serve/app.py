@@ -9,7 +9,9 @@
 | ``GET /metrics`` | the same and more in Prometheus' text format (:mod:`litstarter.extras.serve.metrics`) |
 | ``/v2/...`` | the Open Inference Protocol (KServe v2) and its probes (:mod:`litstarter.extras.serve.v2`) |
 
-Each request is read, checked and decoded on its own (:mod:`litstarter.extras.serve.request`) before it joins a batch
+A model trained on tiles (``model.json``'s ``tiling``) answers ``/predict`` on the posted file at its own size: its
+windows join the batcher one by one and their outputs are gathered by the tiling's rule. Each request is read, checked
+and decoded on its own (:mod:`litstarter.extras.serve.request`) before it joins a batch
 (:mod:`litstarter.extras.serve.batcher`), all under one deadline (``request_timeout``): past it the client gets 504, and
 the server goes on. The model loads in the background (:mod:`litstarter.extras.serve.service`): the server answers
 probes from the start. Torch-free: Starlette, numpy, Pillow and the backend's runtime only.
@@ -30,6 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from litstarter.extras.deploy.backends import Backend
+from litstarter.extras.deploy.tiling import predict_image_async
 from litstarter.extras.serve.options import ServeOptions
 from litstarter.extras.serve.request import Body, RequestError, check_content_type, decode_request_image, image_bytes
 from litstarter.extras.serve.service import Service
@@ -108,12 +111,15 @@ class Routes:
         data = image_bytes(kind, await body.read(limit))
         contract = s.backend.contract
         image = await decode_request_image(data, contract, s.options.max_pixels)  # (C, H, W)
-        (logits,) = await s.predict(image[None])
+        if contract.tiling is None:
+            (logits,) = await s.predict(image[None])
+            logits = logits[None]
+        else:  # at its own size: each window joins the batcher, the outputs gathered by model.json's tiling
+            logits = await predict_image_async(contract, s.predict, image)
         answers = contract.answers()  # the task's: what its outputs mean
-        answer = answers.outputs(logits[None])[0]
+        answer = answers.outputs(logits)[0]
         if answers.on_source:  # a mask, boxes: on the posted file's own pixels
-            view = {"resize_size": contract.resize_size, "image_size": contract.image_size}
-            answer = answers.source_answer(answer, data, view)
+            answer = answers.source_answer(answer, data, contract.view(image))
         k, accept = min(s.options.topk, contract.num_classes), request.headers.get("accept", "")
         body, media = answers.http_answer(answer, k, accept)
         return JSONResponse(body) if media == "application/json" else Response(body, media_type=media)

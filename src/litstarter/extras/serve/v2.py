@@ -182,6 +182,13 @@ class ProtocolRoutes:
                 400,
                 f"input {BYTES_INPUT!r} must be BYTES [B] (one image file each), got {tensor.datatype} {tensor.shape}",
             )
+        if c.tiling is not None:
+            shape = ", ".join(map(str, expected))
+            raise RequestError(
+                400,
+                f"input {BYTES_INPUT!r} is not taken by a model that slides windows over each file (model.json's"
+                f" tiling): POST the file to /predict, or send {c.input_name!r} windows of UINT8 [B, {shape}]",
+            )
         self._check_batch(len(tensor.data))
         pixels = self.service.options.max_pixels
         decoded = await asyncio.gather(*(decode_request_image(data, c, pixels) for data in tensor.data))
