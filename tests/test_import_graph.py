@@ -30,9 +30,9 @@ EXTRA_USES: dict[str, set[str]] = {
     "serve": {"deploy"},
 }
 #: Modules at the top of the package (besides ``__init__``): the entry points (``__main__``, ``cli``, ``new``,
-#: ``update``, ``schema``) and the public helpers a task module imports (``errors``, ``losses``, ``metrics``,
-#: ``optim``, ``tta``, ``batch_mix``, ``baseline``, ``plots``, ``thresholds``).
-TOP_LEVEL_MODULES = 14
+#: ``update``, ``schema``, ``convert``) and the public helpers a task module imports (``errors``, ``losses``,
+#: ``metrics``, ``optim``, ``tta``, ``batch_mix``, ``baseline``, ``plots``, ``thresholds``).
+TOP_LEVEL_MODULES = 15
 
 
 def package_dir(src: Path = SRC) -> Path:

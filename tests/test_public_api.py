@@ -23,6 +23,7 @@ NOT_API = {
     "new": "the `litstarter new` command",
     "update": "the `litstarter update` command",
     "schema": "the `litstarter schema` command",
+    "convert": "the `litstarter convert` command",
     "extras": "the extras' command modules",
 }
 TASK_MODULES = ("classification", "multilabel", "regression", "segmentation", "detection")

@@ -31,6 +31,7 @@ LIBRARY_COMMANDS: dict[str, tuple[str, str]] = {
     "new": ("litstarter.new", "write a new project for one task: litstarter new <dir> --task <task>"),
     "schema": ("litstarter.schema", "write configs/schema.json, what editors complete and check configs with"),
     "update": ("litstarter.update", "bring a project litstarter new wrote the template changes of this release"),
+    "convert": ("litstarter.convert", "write a labelled image folder as COCO json, YOLO txt or index PNG masks"),
 }
 USAGE_LINE = "usage: litstarter <subcommand> [options]   (litstarter <subcommand> --help for its options)"
 
