@@ -1,7 +1,7 @@
 """Thin structures at a real size: the defaults against Otsu's threshold, and the same folder with tiles and without.
 
     .venv/bin/python benchmarks/thin_structures.py [--size 512] [--images 20] [--tile 256] \
-        [--sides otsu,defaults,tiles] [--work DIR] [--json FILE] [--smoke]
+        [--sides otsu,defaults,shrunk,tiles] [--work DIR] [--json FILE] [--smoke]
 
 Builds a fixed binary set (seed 0): ``--images`` grey images of ``--size`` px (12 train, 4 val, 4 test of 20; split
 folders ``{train,val,test}/{images,masks}``), each with 3 to 6 random smooth curves 1 to 3 px wide, drawn 35 grey
@@ -18,16 +18,18 @@ Then, on the test images at their own pixels, side by side:
       litstarter fit --config configs/default.yaml --config configs/data/image_folder.yaml \
           --config configs/task/segmentation.yaml --data.root <set>
 
-  (``image_size: auto``: 224 px for 512 px images; only the run and cache folders are moved under ``--work``);
-* ``tiles``: the same with ``--data.tiles.size <--tile>``: training on windows at full resolution, val and test by
-  sliding windows.
+  (``image_size: auto`` would shrink 512 px images to 224 px, 2.3x, so ``data.tiles: auto`` trains on windows of
+  256 px at their own resolution instead; only the run and cache folders are moved under ``--work``);
+* ``shrunk``: the same with ``--data.tiles null``: the images shrunk to ``image_size: auto``'s 224 px, as before
+  ``data.tiles: auto`` (the side without tiles);
+* ``tiles`` (not run unless named): ``--data.tiles.size <--tile>``, windows of another size.
 
 Each fit's best checkpoint predicts the test files through ``infer``'s own path (``predict_files``: the file's mask at
-its own size; for the defaults, pixels the eval view's centre crop cut off count as background), scored against the
+its own size; shrunk, pixels the eval view's centre crop cut off count as background), scored against the
 mask files: the curve's IoU, the background's and their mean (pooled over the test images), with the fit's wall time
-(start-up, cache build, fit and test) and the fit's own ``test/miou`` from ``metrics.json`` (the defaults' on their
-224 px centre crops, the tiles' on the whole images). ``--smoke`` (8 images of 96 px, one epoch, windows of 48 px)
-runs the same code end to end and prints the same table; the test suite runs it.
+(start-up, cache build, fit and test) and the fit's own ``test/miou`` from ``metrics.json`` (shrunk, on its 224 px
+centre crops; tiled, on the whole images). ``--smoke`` (8 images of 96 px, one epoch, windows of 48 px) runs the same
+code end to end and prints the same table; the test suite runs it.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ import defaults  # noqa: E402 - its fit runs each side
 
 #: The split of the set's images, as fractions (12 / 4 / 4 of 20).
 SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}
-SIDES = ("otsu", "defaults", "tiles")
+SIDES = ("otsu", "defaults", "shrunk", "tiles")
+#: The sides run unless --sides says otherwise (on 512 px images the defaults tile at 256 px: tiles would repeat them).
+DEFAULT_SIDES = ("otsu", "defaults", "shrunk")
 
 
 def curve(rng: np.random.Generator, size: int) -> list[tuple[float, float]]:
@@ -171,7 +175,8 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
             start = time.perf_counter()
             rows.append({"side": side, **iou_table(otsu(files["test"]), truth), "seconds": time.perf_counter() - start})
             continue
-        extra = [*epochs, *(["--data.tiles.size", str(args.tile)] if side == "tiles" else [])]
+        options = {"tiles": ["--data.tiles.size", str(args.tile)], "shrunk": ["--data.tiles", "null"]}
+        extra = [*epochs, *options.get(side, [])]
         done = fit(root, work, side, extra)
         scores = iou_table(predicted_masks(done["ckpt"], files["test"]), truth)
         rows.append({"side": side, **scores, "seconds": done["seconds"], "fit_miou": done["metrics"].get("test/miou")})
@@ -194,12 +199,13 @@ def print_table(rows: list[dict], args: argparse.Namespace) -> None:
     if "otsu" in by and "defaults" in by:
         beat = by["defaults"]["thin"] > by["otsu"]["thin"] and by["defaults"]["miou"] > by["otsu"]["miou"]
         print(f"defaults beat otsu on the thin IoU and the mIoU: {'yes' if beat else 'NO'}")
-    if "defaults" in by and "tiles" in by:
-        d, t = by["defaults"], by["tiles"]
-        print(
-            f"tiles - defaults: thin IoU {t['thin'] - d['thin']:+.4f}, mIoU {t['miou'] - d['miou']:+.4f}, time"
-            f" {t['seconds'] / d['seconds']:.2f}x"
-        )
+    for side in ("defaults", "tiles"):
+        if side in by and "shrunk" in by:
+            t, d = by[side], by["shrunk"]
+            print(
+                f"{side} - shrunk: thin IoU {t['thin'] - d['thin']:+.4f}, mIoU {t['miou'] - d['miou']:+.4f}, time"
+                f" {t['seconds'] / d['seconds']:.2f}x"
+            )
 
 
 def main() -> None:
@@ -207,7 +213,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=512, help="Image side in pixels.")
     parser.add_argument("--images", type=int, default=20, help="Images in the set (60/20/20 train/val/test).")
     parser.add_argument("--tile", type=int, default=256, help="The tiles side's window (--data.tiles.size).")
-    parser.add_argument("--sides", default=",".join(SIDES), help="Which of otsu, defaults, tiles to run.")
+    parser.add_argument(
+        "--sides", default=",".join(DEFAULT_SIDES), help="Which of otsu, defaults, shrunk, tiles to run."
+    )
     parser.add_argument("--work", type=Path, default=None, help="Where the set and the runs go (default: temporary).")
     parser.add_argument("--json", type=Path, default=None, help="Also write the rows here.")
     parser.add_argument("--smoke", action="store_true", help="8 images of 96 px, one epoch, windows of 48 px.")

@@ -246,9 +246,9 @@ SMOKES: dict[str, Smoke] = {
             r"thin structures: 8 images of 96 px \(test 2\), curves 1-3 px; tiles of 48 px; IoU on the test files' .*",
             r"side +thin IoU +bg IoU +mIoU +seconds +fit test/miou",
             rf"otsu +{N} +{N} +{N} +{N} +-",
-            *(rf"{side} +{N} +{N} +{N} +{N} +{N}" for side in ("defaults", "tiles")),
+            *(rf"{side} +{N} +{N} +{N} +{N} +{N}" for side in ("defaults", "shrunk")),
             r"defaults beat otsu on the thin IoU and the mIoU: (yes|NO)",
-            rf"tiles - defaults: thin IoU [+-]?{N}, mIoU [+-]?{N}, time {X}",
+            rf"defaults - shrunk: thin IoU [+-]?{N}, mIoU [+-]?{N}, time {X}",
         )
     ),
     "tune_overhead.py": Smoke(

@@ -3,7 +3,9 @@ bad-file handling."""
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import logging
+from collections.abc import Iterator
 from typing import Literal
 
 from jsonargparse import lazy_instance
@@ -22,6 +24,23 @@ from litstarter.data.dataset import ArrayImageDataset
 from litstarter.data.samplers import BalancedBatchSampler, ClassWeightedSampler
 from litstarter.data.tiles import TiledImageDataset, Tiles, eval_batch
 from litstarter.errors import BadInputError, UsageError
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def said_once() -> Iterator[None]:
+    """The image folder's info lines quieted (the layout's and ``auto``'s, said by a first read of the same folder),
+    but for the tiled folder's own."""
+    engine, tiled = logging.getLogger("litstarter._engine.images"), logging.getLogger(TiledImageFolder.__module__)
+    levels = engine.level, tiled.level
+    engine.setLevel(logging.WARNING)
+    tiled.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        engine.setLevel(levels[0])
+        tiled.setLevel(levels[1])
 
 
 class ImageFolderDataModule(ArrayDataModule):
@@ -91,7 +110,9 @@ class ImageFolderDataModule(ArrayDataModule):
         tiles: Masks and boxes: train on windows of the images at their own resolution instead of shrinking them to
             ``image_size`` (``{size: 256, overlap: 64}``; ``overlap`` defaults to a quarter of ``size``, ``max_side``
             to 4096: images kept up to that side); val, test, ``predict``, ``infer`` and ``serve`` slide the windows
-            over whole images (docs/segmentation.md, Tiles). ``data.image_size`` is then not read. ``null``: off.
+            over whole images (docs/segmentation.md, Tiles). ``data.image_size`` is then not read. ``auto``: masks
+            that ``image_size: auto`` would shrink more than 2x train on windows of about half their median short
+            side (a multiple of 32 within 128-512 px), said in one line; boxes get only that line. ``null``: off.
     """
 
     def __init__(
@@ -122,7 +143,7 @@ class ImageFolderDataModule(ArrayDataModule):
         binary_masks: bool | None = None,
         on_bad_box: Literal["error", "skip"] = "error",
         box_format: Literal["coco", "yolo", "boxes", "voc", "tf_csv", "labelme", "cvat", "label_studio"] | None = None,
-        tiles: Tiles | None = None,
+        tiles: Tiles | Literal["auto"] | None = "auto",
     ) -> None:
         super().__init__(batch_size=batch_size, num_workers=num_workers, seed=seed)
         if not 0 <= ignore_index <= 255:
@@ -134,32 +155,26 @@ class ImageFolderDataModule(ArrayDataModule):
         if sampler not in ("none", "weighted", "balanced"):
             raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
         # The listing, the split and the cache: the engine's, shared with the reports that read the same cache.
-        self.tiling = Tiling.from_value(tiles)  # windows at the images' own size (data/tiles.py), or None
-        folder = CachedImageFolder if self.tiling is None else functools.partial(TiledImageFolder, tiling=self.tiling)
-        self.folder = folder(
-            root,
-            labels,
-            image_size,
-            channels,
-            val_fraction,
-            test_fraction,
-            cache_dir,
-            cache_workers,
-            cache_verify,
-            on_bad_file,
-            seed,
-            classes,
-            labels_absolute_paths,
-            interpolation,
-            crop_pct,
-            {
-                "ignore_index": ignore_index,
-                "mask_resize": mask_resize,
-                "binary": binary_masks,
-                "on_bad_box": on_bad_box,
-                "box_format": box_format,
-            },
-        )
+        folder_args = (root, labels, image_size, channels, val_fraction, test_fraction, cache_dir, cache_workers,
+                       cache_verify, on_bad_file, seed, classes, labels_absolute_paths, interpolation,
+                       crop_pct)  # fmt: skip
+        settings = {
+            "ignore_index": ignore_index,
+            "mask_resize": mask_resize,
+            "binary": binary_masks,
+            "on_bad_box": on_bad_box,
+            "box_format": box_format,
+        }
+        self.tiling = None if tiles == "auto" else Tiling.from_value(tiles)  # windows at the images' own size, or None
+        if self.tiling is not None:
+            self.folder = TiledImageFolder(*folder_args, settings, tiling=self.tiling)
+        else:
+            self.folder = CachedImageFolder(*folder_args, settings)
+            self.tiling = self._auto_tiles() if tiles == "auto" else None
+            if self.tiling is not None:  # read again at the images' own size: what was said is not said twice
+                folder_args = (*folder_args[:3], self.folder.channels, *folder_args[4:])
+                with said_once():
+                    self.folder = TiledImageFolder(*folder_args, settings, tiling=self.tiling)
         for name, value in (("mean", mean), ("std", std)):
             if value is not None and len(value) != self.folder.channels:
                 raise UsageError(f"data.{name} has {len(value)} values but data.channels is {self.folder.channels}")
@@ -215,6 +230,24 @@ class ImageFolderDataModule(ArrayDataModule):
         self.val_set = ArrayImageDataset(cache.images("val"), cache.targets("val"), self.image_size)
         if "test" in cache.splits:
             self.test_set = ArrayImageDataset(cache.images("test"), cache.targets("test"), self.image_size)
+
+    def _auto_tiles(self) -> Tiling | None:
+        """``data.tiles: auto``: windows at the images' own size for masks that ``image_size: auto`` would shrink more
+        than 2x (thin structures vanish: a 1-3 px curve on 512 px images at 224 px is never learnt, benchmarks/
+        thin_structures.py), said in one line; for boxes only the line that suggests them (a window cuts objects
+        larger than it); ``None`` otherwise."""
+        window, note = self.folder.tile_window, self.folder.shrink_note
+        if window is not None and self.folder.kind.storage == "pixels":
+            log.info(
+                "data.tiles: auto -> windows of %d px at the images' own resolution, since data.image_size: %s and thin"
+                " structures vanish at that size (data.tiles: null shrinks them instead)",
+                window,
+                note.split(": ", 2)[1],
+            )
+            return Tiling.from_value(window)
+        if note:
+            log.warning(note)
+        return None
 
     def _setup_tiles(self, cache: ImageCache) -> None:
         """``data.tiles``: crops of the train images for training, the whole val and test images for their scores."""

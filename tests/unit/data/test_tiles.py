@@ -126,22 +126,41 @@ def test_tiles_are_refused_for_class_targets_in_one_line(tmp_path: Path) -> None
         ImageFolderDataModule(str(root), cache_dir=str(tmp_path / "cache"), tiles={"size": 32})
 
 
-def test_auto_says_when_it_would_shrink_a_pixel_tasks_images_more_than_2x(tmp_path: Path, caplog) -> None:
+def test_auto_says_when_it_would_shrink_a_pixel_tasks_images_more_than_2x() -> None:
     assert shrink_note([(400, 300)] * 5, 224) is None  # 1.3x: nothing to say
     note = shrink_note([(1024, 768)] * 5, 224)
     assert note.startswith("data.image_size: auto -> 224 shrinks these images 3.4x (median short side 768 px)")
     assert "--data.tiles.size 384" in note and "\n" not in note
-    root = tmp_path / "large"
+
+
+def large_masks(root: Path) -> Path:
+    """4 images of 600x520 px with a diagonal line of class 255 (read as binary masks)."""
     (root / "images").mkdir(parents=True)
     (root / "masks").mkdir()
     for i in range(4):
         Image.new("L", (600, 520), i).save(root / "images" / f"{i}.png")
         Image.fromarray(np.eye(520, 600, dtype=np.uint8) * 255).save(root / "masks" / f"{i}.png")
+    return root
+
+
+def test_masks_auto_would_shrink_more_than_2x_train_on_windows_by_default_said_once(tmp_path: Path, caplog) -> None:
+    root = large_masks(tmp_path / "large")
+    options = {"image_size": "auto", "val_fraction": 0.25, "test_fraction": 0.25}
     with caplog.at_level(logging.INFO):
-        ImageFolderDataModule(
-            str(root), image_size="auto", cache_dir=str(tmp_path / "cache"), val_fraction=0.25, test_fraction=0.25
-        )
-    assert any("shrinks these images 2.3x" in r.message and "data.tiles" in r.message for r in caplog.records)
+        dm = ImageFolderDataModule(str(root), cache_dir=str(tmp_path / "cache"), **options)
+    assert (dm.tiling.size, dm.tiling.overlap) == ((256, 256), 64)  # half the 520 px short side, a multiple of 32
+    assert dm.image_size == (256, 256) and dm.resize_size == (520, 600)  # stored at their own size
+    said = [r.getMessage() for r in caplog.records]
+    auto = [m for m in said if m.startswith("data.tiles: auto -> windows of 256 px")]
+    assert len(auto) == 1 and "shrinks these images 2.3x" in auto[0] and "data.tiles: null" in auto[0], said
+    assert len(said) == len(set(said)), said  # read twice, said once
+
+
+def test_masks_with_tiles_null_are_shrunk_as_image_size_says(tmp_path: Path) -> None:
+    root = large_masks(tmp_path / "large")
+    options = {"image_size": "auto", "val_fraction": 0.25, "test_fraction": 0.25}
+    dm = ImageFolderDataModule(str(root), cache_dir=str(tmp_path / "cache"), tiles=None, **options)
+    assert dm.tiling is None and dm.image_size == (224, 224)
 
 
 def test_a_tiled_dataset_without_extents_takes_every_image_whole() -> None:

@@ -26,7 +26,7 @@ from .leakage import warn_leakage
 from .mask_classes import mask_classes
 from .mask_folders import mask_files
 from .preprocess import RESAMPLING, as_size, resize_size_for
-from .sizes import auto_side, shrink_note
+from .sizes import auto_side, shrink_note, tile_window
 from .splits import Listing, SourceFile
 
 log = logging.getLogger(__name__)
@@ -113,6 +113,10 @@ class CachedImageFolder:
         self.cache_verify = cache_verify
         self.on_bad_file = on_bad_file
         self.seed = seed
+        # image_size: auto on masks or boxes it would shrink more than 2x: the windows to train on instead, and the
+        # line that says so (sizes.tile_window); None otherwise.
+        self.tile_window: int | None = None
+        self.shrink_note: str | None = None
         # Needed at once: the CLI links class_names and channels into the model at instantiation.
         box_format = (target_settings or {}).get("box_format")
         self.layout = detect_layout(self.root, labels, labels_absolute_paths, box_format)
@@ -210,9 +214,9 @@ class CachedImageFolder:
             side, reason = auto_side(sizes)
             self.image_size = (side, side)
             log.info("data.image_size: auto -> %d: %s", side, reason)
-            note = shrink_note(sizes, side) if self.kind.decoded else None  # masks, boxes: say when tiles would help
-            if note:
-                log.warning(note)
+            # masks, boxes: the windows data.tiles: auto trains on (masks), or the note that suggests them (boxes)
+            self.tile_window = tile_window(sizes, side) if self.kind.decoded else None
+            self.shrink_note = shrink_note(sizes, side) if self.kind.decoded else None
 
     def prepare(self) -> tuple[ImageCache, str]:
         """What a fit does with the folder: list it, reuse or build the cache, and warn about what the listing left

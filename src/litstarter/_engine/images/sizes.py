@@ -35,16 +35,25 @@ def auto_side(sizes: Sequence[tuple[int, int]]) -> tuple[int, str]:
 SHRINK_NOTE = 2.0
 
 
-def shrink_note(sizes: Sequence[tuple[int, int]], side: int) -> str | None:
-    """One line when ``side`` shrinks the median image (of ``(width, height)`` pairs) more than :data:`SHRINK_NOTE`
-    times: for masks and boxes, thin and small structures vanish; ``data.tiles`` trains on windows at full resolution
-    instead (a window of about half the median short side, a multiple of 32 within 128-512 px)."""
+def tile_window(sizes: Sequence[tuple[int, int]], side: int) -> int | None:
+    """The window ``data.tiles`` would train on when ``side`` shrinks the median image (of ``(width, height)`` pairs)
+    more than :data:`SHRINK_NOTE` times (about half the median short side, a multiple of 32 within 128-512 px);
+    ``None`` when it shrinks them less."""
     if not sizes:
         return None
     median = float(np.median([min(w, h) for w, h in sizes]))
     if median <= SHRINK_NOTE * side:
         return None
-    window = int(min(max(median // 2 // 32 * 32, 128), 512))
+    return int(min(max(median // 2 // 32 * 32, 128), 512))
+
+
+def shrink_note(sizes: Sequence[tuple[int, int]], side: int) -> str | None:
+    """One line when ``side`` shrinks the median image more than :data:`SHRINK_NOTE` times (:func:`tile_window`): for
+    masks and boxes, thin and small structures vanish; ``data.tiles`` trains on windows at full resolution instead."""
+    window = tile_window(sizes, side)
+    if window is None:
+        return None
+    median = float(np.median([min(w, h) for w, h in sizes]))
     return (
         f"data.image_size: auto -> {side} shrinks these images {median / side:.1f}x (median short side {median:g} px):"
         f" thin or small structures can vanish; train on windows at their own resolution with data.tiles, e.g."
