@@ -15,6 +15,9 @@ from litstarter.new import TASKS, answers, parse_extras, render
 from scripts.template_tasks import MODULES, copy_path
 from tests.in_project import run_jobs
 
+# Each generates a project (copier, git) and runs it in a process of its own: the whole suite's, not the edit loop's.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 #: The most lines of Python (src/ and tests/) a generated project may hold: read in one sitting.
 MOST_LINES = {"classification": 600, "detection": 900}

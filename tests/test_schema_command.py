@@ -99,6 +99,9 @@ def write_project(root: Path, task: str) -> Path:
 DRIVER = """
 import contextlib, io, json, os, sys
 from litstarter.__main__ import main
+
+# Each generates a project (copier, git) and runs it in a process of its own: the whole suite's, not the edit loop's.
+pytestmark = pytest.mark.slow
 ran = []
 for folder, args in json.loads(sys.argv[1]):
     os.chdir(folder)

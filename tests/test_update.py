@@ -19,6 +19,9 @@ from litstarter.new import answers, render
 from litstarter.update import update
 from scripts.template_bundle import TEMPLATE, releases, write_bundle
 
+# Each generates a project (copier, git) and runs it in a process of its own: the whole suite's, not the edit loop's.
+pytestmark = pytest.mark.slow
+
 TASK_PY = "{% if task == 'classification' %}task.py{% endif %}"
 CONFIG = Path("project", "configs", "default.yaml.jinja")
 
