@@ -37,6 +37,11 @@ def outside_root(name: str, allow_absolute: bool = False) -> str | None:
     return LEAVES if normal == ".." or normal.startswith("../") else None
 
 
+def _plain(name: str) -> bool:
+    """A bare file name (no separator, drive, ``.``/``..`` or NUL): inside any folder, and normal joined to one."""
+    return bool(name) and not any(c in name for c in "/\\:\0") and name not in (".", "..")
+
+
 def _outside(name: str, base: str, allow_absolute: bool) -> str | None:
     """:func:`outside_root` of ``name`` relative to ``base`` (a folder inside the root): ``sub/../x`` stays inside,
     ``sub/../../x`` leaves."""
@@ -79,8 +84,19 @@ def confine(
             of the files is opened.
     """
     entries = list(entries)
-    bad = [(where, name, why) for where, name in entries if (why := _outside(name, base, allow_absolute))]
-    inside = [posixpath.normpath(posixpath.join(base, name)) for _, name in entries]
+    folder = posixpath.normpath(base) if base else "."
+    prefix = "" if folder == "." else f"{folder}/"
+    # Bare names in a folder inside: the usual case, thousands a folder, taken as they are (no normalising).
+    plain = [_plain(name) for _, name in entries] if outside_root(folder) is None else [False] * len(entries)
+    bad = [
+        (where, name, why)
+        for (where, name), fast in zip(entries, plain, strict=True)
+        if not fast and (why := _outside(name, base, allow_absolute))
+    ]
+    inside = [
+        prefix + name if fast else posixpath.normpath(posixpath.join(base, name))
+        for (_, name), fast in zip(entries, plain, strict=True)
+    ]
     if not bad:
         return inside
     listed = ", ".join(f"{where} '{shown(name)}' ({why})" for where, name, why in bad[:NAMED])

@@ -231,7 +231,7 @@ def _image_sets(root: Path, folder: Path, image_sets: Path) -> tuple[tuple, tupl
                     f"'{path}' line {n}: '{image_id}' is in split {split}, but {seen[image_id]} lists it too; an"
                     " image is in one split"
                 )
-            seen[image_id] = relative(path, root)
+            seen[image_id] = where
             if (root / name).is_file():
                 out.append((root / name, split))
             else:
