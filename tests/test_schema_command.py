@@ -27,6 +27,9 @@ from litstarter.__main__ import main
 from litstarter.new import answers, parse_extras, render
 from tests.helpers import REPO
 
+# Each generates a project (copier, git) and runs it in a process of its own: the whole suite's, not the edit loop's.
+pytestmark = pytest.mark.slow
+
 #: The projects written, with their extras (tune: a search space among the configs).
 PROJECTS = {"classification": "deploy,tune", "detection": ""}
 TASK_CLASSES = {"classification": "ImageClassifier", "detection": "ObjectDetector"}
@@ -99,9 +102,6 @@ def write_project(root: Path, task: str) -> Path:
 DRIVER = """
 import contextlib, io, json, os, sys
 from litstarter.__main__ import main
-
-# Each generates a project (copier, git) and runs it in a process of its own: the whole suite's, not the edit loop's.
-pytestmark = pytest.mark.slow
 ran = []
 for folder, args in json.loads(sys.argv[1]):
     os.chdir(folder)
