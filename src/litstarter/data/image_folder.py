@@ -155,9 +155,23 @@ class ImageFolderDataModule(ArrayDataModule):
         if sampler not in ("none", "weighted", "balanced"):
             raise UsageError(f"data.sampler must be 'none', 'weighted' or 'balanced', got {sampler!r}")
         # The listing, the split and the cache: the engine's, shared with the reports that read the same cache.
-        folder_args = (root, labels, image_size, channels, val_fraction, test_fraction, cache_dir, cache_workers,
-                       cache_verify, on_bad_file, seed, classes, labels_absolute_paths, interpolation,
-                       crop_pct)  # fmt: skip
+        folder_args = (
+            root,
+            labels,
+            image_size,
+            channels,
+            val_fraction,
+            test_fraction,
+            cache_dir,
+            cache_workers,
+            cache_verify,
+            on_bad_file,
+            seed,
+            classes,
+            labels_absolute_paths,
+            interpolation,
+            crop_pct,
+        )
         settings = {
             "ignore_index": ignore_index,
             "mask_resize": mask_resize,
