@@ -92,6 +92,9 @@ def shown_size(path: Path) -> tuple[int, int] | None:
     """A file's ``(width, height)`` as shown (after its EXIF orientation), from its header; ``None`` if unreadable
     (the cache build reports the file)."""
     try:
+        size = _plain_jpeg_size(path)
+        if size is not None:
+            return size
         with Image.open(path) as image:
             width, height = image.size
             turned = image.getexif().get(0x0112, 1) in (5, 6, 7, 8)
@@ -100,6 +103,33 @@ def shown_size(path: Path) -> tuple[int, int] | None:
     return (height, width) if turned else (width, height)
 
 
+def _plain_jpeg_size(path: Path) -> tuple[int, int] | None:
+    """A JPEG's ``(width, height)`` from its frame header, when no APP1 segment (EXIF or XMP, which may turn it)
+    comes first; ``None`` for anything else, which PIL reads. A fifth of the time of ``Image.open``: a box folder's
+    reader reads every image's header."""
+    with open(path, "rb") as file:
+        head = file.read(_JPEG_HEAD)
+    if head[:2] != b"\xff\xd8":
+        return None
+    at = 2
+    while at + 9 <= len(head):
+        if head[at] != 0xFF:
+            return None  # not a marker where one must be: PIL decides
+        marker = head[at + 1]
+        if marker == 0xFF:  # a fill byte
+            at += 1
+            continue
+        if marker == 0xE1:  # EXIF or XMP: either may state an orientation
+            return None
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a start of frame (not DHT, JPG, DAC)
+            height, width = int.from_bytes(head[at + 5 : at + 7], "big"), int.from_bytes(head[at + 7 : at + 9], "big")
+            return (width, height) if width and height else None
+        at += 2 + int.from_bytes(head[at + 2 : at + 4], "big")
+    return None
+
+
+#: Bytes of a JPEG read for its frame header (past which PIL reads it).
+_JPEG_HEAD = 1 << 16
 _UNREAD = object()
 
 

@@ -68,13 +68,14 @@ class PascalVoc(LabelFormat):
         if not folders:
             return None
         image_sets = root / "ImageSets" / "Main"
-        sets = _image_sets(root, folders[0], image_sets) if len(folders) == 1 and image_sets.is_dir() else None
+        present = set(files_in(folders[0], ".xml"))
+        sets = _image_sets(root, image_sets, present) if len(folders) == 1 and image_sets.is_dir() else None
         if sets is None:
             files = tuple((xml, split_of(relative(xml, root))) for f in folders for xml in files_in(f, ".xml"))
             what = f"{', '.join(relative(f, root) + '/*.xml' for f in folders)} ({len(files)} files)"
             return Found(self, Path(os.path.commonpath(folders)), what.replace("./*.xml", "*.xml"), files)
         files, missing = sets
-        unlisted = len(set(files_in(folders[0], ".xml")) - {xml for xml, _ in files})
+        unlisted = len(present - {xml for xml, _ in files})
         what = f"{relative(folders[0], root)}/*.xml with ImageSets/Main/<split>.txt ({len(files)} listed)"
         counted = ((UNLISTED, unlisted),) if unlisted else ()
         return Found(self, Path(os.path.commonpath(folders)), what, files, missing, counted)
@@ -158,23 +159,27 @@ def _images(root: Path, found: Found, named: list[tuple[Path, str]]) -> list[Pat
         entries = [(f"{relative(named[i][0], root)} <filename>", named[i][1]) for i in members]
         confine(source, root, entries, what="annotation(s)", base="" if base == "." else base)
     out: list[Path | str] = []
+    listed: dict[Path, set[str]] = {}  # each image folder's file names, listed once
     for (xml, name), folder in zip(named, folders, strict=True):
         places = [root / folder] if folder else []
         beside = relative(xml.parent, root)
         if outside_root(posixpath.join(beside, name)) is None:
             places.append(xml.parent)
-        image = _first_file(places, name)
+        image = _first_file(places, name, listed)
         where = f"{folder}/ or beside the .xml" if folder else "beside the .xml"
         out.append(image if image is not None else f"'{name}' is not found in {where}")
     return out
 
 
-def _first_file(places: list[Path], name: str) -> Path | None:
-    """``name`` in the first of ``places`` holding it; a name without extension with an image's."""
+def _first_file(places: list[Path], name: str, listed: dict[Path, set[str]]) -> Path | None:
+    """``name`` in the first of ``places`` holding it; a name without extension with an image's. ``listed``: the
+    file names of each place listed so far (one listing per folder, not a file check per image)."""
     names = [name] if Path(name).suffix else [name, *(name + ext for ext in sorted(IMAGE_EXTENSIONS))]
     for place in places:
-        for candidate in names:
-            if (place / candidate).is_file():
+        if place not in listed:
+            listed[place] = {file.name for file in files_in(place, "")}
+        for candidate in names:  # listed, else checked (a name with a folder; a case-blind file system's)
+            if candidate in listed[place] or (place / candidate).is_file():
                 return place / candidate
     return None
 
@@ -204,9 +209,10 @@ def _drawn(element, image: Path, split: str | None, where: str, result: Annotate
     return drawn
 
 
-def _image_sets(root: Path, folder: Path, image_sets: Path) -> tuple[tuple, tuple] | None:
-    """``(((xml, split), ...), (phrase, ...))`` from ``ImageSets/Main/<split>.txt`` (ids confined to ``folder``):
-    the files listed, and a phrase per id listed without its ``.xml``; ``None`` when it holds no split file.
+def _image_sets(root: Path, image_sets: Path, present: set[Path]) -> tuple[tuple, tuple] | None:
+    """``(((xml, split), ...), (phrase, ...))`` from ``ImageSets/Main/<split>.txt`` (ids confined to the folder of
+    the ``present`` ``.xml`` files): the files listed, and a phrase per id listed without its ``.xml``; ``None`` when
+    it holds no split file.
 
     Raises:
         BadInputError: an id in two split files; an id that leaves ``data.root``.
@@ -216,6 +222,7 @@ def _image_sets(root: Path, folder: Path, image_sets: Path) -> tuple[tuple, tupl
         lists["train"] = image_sets / "trainval.txt"
     if not lists:
         return None
+    folder = next(iter(present)).parent
     base, out, missing, seen = relative(folder, root), [], [], {}
     for split, path in lists.items():
         try:
@@ -232,7 +239,7 @@ def _image_sets(root: Path, folder: Path, image_sets: Path) -> tuple[tuple, tupl
                     " image is in one split"
                 )
             seen[image_id] = where
-            if (root / name).is_file():
+            if root / name in present or (root / name).is_file():  # an id with a folder: not among them
                 out.append((root / name, split))
             else:
                 missing.append(f"{where} line {n}: '{image_id}' has no {name}")
