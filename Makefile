@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install install-dev train test test-fast new template lint format schema tensorboard clean update-deps
-.PHONY: node-client
+.PHONY: node-client peers
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-13s %s\n", $$1, $$2}'
@@ -74,6 +74,17 @@ node-client: ## Install the Node client's packages from examples/node_client/pac
 	elif [ ! -d examples/node_client/node_modules/onnxruntime-node ] || \
 		[ examples/node_client/package-lock.json -nt examples/node_client/node_modules/.package-lock.json ]; then \
 		cd examples/node_client && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error; fi
+
+# The peers the benchmarks/*_peer_*.py scripts compare us with, each in a virtual environment of its own under .peers/
+# (several GB each, built once, rebuilt when its requirements/peers/<peer>.txt changes). Never imported by the
+# project, never a dependency: Ultralytics is AGPL-3.0. The suite's smoke of a peer skips, saying so, without it.
+PEERS := .peers
+peers: $(PEERS)/ultralytics/.installed $(PEERS)/fastai/.installed ## Build the peers' own venvs for benchmarks/*_peer_*.py (several GB, once)
+
+$(PEERS)/%/.installed: requirements/peers/%.txt
+	$(PYTHON) -m venv $(PEERS)/$*
+	$(PEERS)/$*/bin/python -m pip install --quiet -r $<
+	@touch $@
 
 lint: $(DEV_STAMP) ## ruff check + format check
 	$(BIN)/ruff check src tests benchmarks examples scripts

@@ -5,10 +5,11 @@ not on the day someone wants its figures again.
 * The scripts are found by glob. One that is neither in :data:`SMOKES` nor a part of another benchmark (:data:`PARTS`,
   whose docstring says whose part it is and that it has no smoke of its own) fails
   :func:`test_every_script_has_a_smoke_mode_or_says_whose_part_it_is`.
-* A benchmark that compares against a peer outside this venv (torchgeo, LitServe, torchvision's reference checkout)
-  skips where the peer is not there: its smoke says so in one line and exits 0, and the test reports that line as
-  its skip reason. Nothing is downloaded. ``$TORCHGEO_PYTHON``, ``$LITSERVE_PYTHON`` and ``$TORCHVISION_CHECKOUT``
-  give the peers (each script's docstring makes its own).
+* A benchmark that compares against a peer outside this venv (torchgeo, LitServe, torchvision's reference checkout,
+  Ultralytics) skips where the peer is not there: its smoke says so in one line and exits 0, and the test reports
+  that line as its skip reason. Nothing is downloaded. ``$TORCHGEO_PYTHON``, ``$LITSERVE_PYTHON`` and
+  ``$TORCHVISION_CHECKOUT`` give the peers (each script's docstring makes its own); Ultralytics is
+  ``.peers/ultralytics`` (``make peers``) or ``$ULTRALYTICS_PYTHON``, fastai ``.peers/fastai`` or ``$FASTAI_PYTHON``.
 * The GPU check's smoke (its dry run) runs in tests/benchmarks/test_gpu_check.py, through scripts/gpu_check.sh as the
   GPU machine runs it.
 """
@@ -68,6 +69,20 @@ SMOKES: dict[str, Smoke] = {
             rf"slowest new reader: {N}% of the cache build \(target < 5%\): (met|NOT met)",
         )
     ),
+    "classification_peer_fastai.py": Smoke(
+        (
+            r"ours vs fastai: 1 epochs, image_size auto, 1 round\(s\), seeds from 42; fastai lr default; .*",
+            r"set +round +side +accuracy +macro-F1 +seconds +epochs",
+            *(rf"tiny +1 +{side} +{N} +{N} +{N} +1" for side in ("ours", "fastai")),
+            r"set +side +median acc +median F1 +median s",
+            *(rf"tiny +{side} +{N} +{N} +{N}" for side in ("ours", "fastai")),
+            rf"tiny +target: accuracy {N} vs {N}, time {X}: (met|NOT met)",
+            rf"ours: infer's predictions against the fit's own test/acc: largest difference {N}",
+            r"written to TORCH_HOME / FASTAI_HOME \(downloads\): nothing",
+            r"ours median >= peer median, at <= 1\.1x its time: (met|NOT met)",
+        ),
+        peer=True,
+    ),
     "cv_overhead.py": Smoke(
         (
             rf"cv: 2 folds in one process: {N} s wall, {N} s CPU",
@@ -119,6 +134,18 @@ SMOKES: dict[str, Smoke] = {
             r"side +mAP +mAP50 +seconds",
             *(rf"{side} +{N} +{N} +{N}" for side in ("ours", "torchvision")),
             r"target: ours mAP >= torchvision's \((met|MISSED)\), time <= 1.1x torchvision's .*",
+        ),
+        peer=True,
+    ),
+    "detection_peer_ultralytics.py": Smoke(
+        (
+            r"ultralytics [\d.]+ \(torch .*\) at .*; sets colour, 1 round\(s\), 40 canvases, 1 epochs, batch 16, .*",
+            r"set +round +side +mAP50-95 +mAP50 +seconds",
+            *(rf"colour +1 +{side} +{N} +{N} +{N}" for side in ("ours", "ultralytics")),
+            r"medians over 1 round\(s\)",
+            *(rf"colour +- +{side} +{N} +{N} +{N}" for side in ("ours", "ultralytics")),
+            rf"colour: ours median >= peer median on both metrics, at <= 1.1x its time: (met|NOT met) "
+            rf"\(mAP50-95 {N} vs {N}, mAP50 {N} vs {N}, time {X}\)",
         ),
         peer=True,
     ),
@@ -264,8 +291,11 @@ SMOKES: dict[str, Smoke] = {
 #: Modules that are parts of a benchmark, not benchmarks: imported or run by it, with no smoke of their own (their
 #: docstring says so); the benchmark's smoke runs them.
 PARTS = {
+    "classification_peer_fastai_driver.py": "classification_peer_fastai.py",
     "defaults_sets.py": "defaults.py",
     "detection_peer_torchvision.py": "detection_peer.py",
+    "detection_peer_ultralytics_driver.py": "detection_peer_ultralytics.py",
+    "detection_sets.py": "detection_peer_ultralytics.py",
     "gpu_check_device.py": "gpu_check.py",
     "gpu_check_fit.py": "gpu_check.py",
     "gpu_check_report.py": "gpu_check.py",
@@ -340,6 +370,9 @@ def test_smoke(name: str, tmp_path: Path) -> None:
 
 
 PEER_VARIABLES = ("TORCHGEO_PYTHON", "LITSERVE_PYTHON", "TORCHVISION_CHECKOUT")
+#: Peers with a venv of their own under .peers/ (``make peers``), used where their variable is unset: without the
+#: peer here means the variable naming a path that does not exist.
+PEER_PLACES = ("ULTRALYTICS_PYTHON", "FASTAI_PYTHON")
 
 
 @pytest.mark.slow
@@ -347,6 +380,7 @@ PEER_VARIABLES = ("TORCHGEO_PYTHON", "LITSERVE_PYTHON", "TORCHVISION_CHECKOUT")
 def test_a_peer_benchmark_without_its_peer_skips_in_one_line(name: str, tmp_path: Path) -> None:
     """Without its peer a smoke skips (exit 0, one line saying why); a full run stops (exit 1, the same line)."""
     env = {key: value for key, value in os.environ.items() if key not in PEER_VARIABLES}
+    env.update({key: str(tmp_path / "no-peer" / "python") for key in PEER_PLACES})
     smoke = _run_smoke(name, env, tmp_path)
     said = (smoke.stdout + smoke.stderr).strip().splitlines()
     assert smoke.returncode == 0 and len(said) == 1, said
