@@ -39,6 +39,7 @@ optimiser, the schedule and the augmentation (each its own default); what runs e
 faster-coco-eval, two checkpoints, TensorBoard; Ultralytics: its val, ``last.pt`` and ``best.pt``, then a final
 val of ``best.pt``).
 
+``--sides ours`` runs our side alone (to try a change of ours against a peer's rows already written by ``--json``).
 Each round of a set runs the two sides in turn (ours first in odd rounds, Ultralytics first in even ones), each in
 fresh processes. The time is wall seconds from process start to the end of the test inference: ours, the ``fit``
 process (imports, the cache build, training, per-epoch validation and its test of the best checkpoint) plus the
@@ -65,6 +66,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -159,7 +161,7 @@ def our_fit(root: Path, work: Path, args: argparse.Namespace, size: int, seed: i
         f"--data.root={root}", f"--data.image_size={size}", f"--data.batch_size={args.batch_size}",
         f"--data.num_workers={args.workers}", f"--data.cache_dir={work}/cache", f"--data.seed={seed}",
         f"--trainer.max_epochs={args.epochs}", f"--trainer.logger.init_args.save_dir={work}/runs",
-        "--trainer.enable_progress_bar=false", f"--seed_everything={seed}",
+        "--trainer.enable_progress_bar=false", f"--seed_everything={seed}", *shlex.split(args.ours_options),
     ]  # fmt: skip
 
 
@@ -202,7 +204,7 @@ def run_round(kind: str, number: int, args: argparse.Namespace) -> list[dict]:
     """One round of one set in a temporary folder: the set written with seed ``number``, both sides, their scores;
     prints its table."""
     size = args.image_size or KINDS[kind]["side"]
-    sides = {"ours": run_ours, PEER: run_peer}
+    sides = {side: run for side, run in (("ours", run_ours), (PEER, run_peer)) if side in args.sides}
     order = list(sides) if number % 2 else list(reversed(sides))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,18 +222,21 @@ def run_round(kind: str, number: int, args: argparse.Namespace) -> list[dict]:
     return rows
 
 
-def report(rows: list[dict], kinds: list[str]) -> None:
-    """The per-set medians and each set's target line."""
+def report(rows: list[dict], kinds: list[str], sides: list[str]) -> None:
+    """The per-set medians and each set's target line (with both sides)."""
     medians = {}
     for kind in kinds:
-        for side in ("ours", PEER):
+        for side in sides:
             mine = [r for r in rows if r["set"] == kind and r["side"] == side]
             medians[kind, side] = {key: statistics.median(r[key] for r in mine) for key in ("map", "map50", "seconds")}
     rounds = len({r["round"] for r in rows})
     print(f"\nmedians over {rounds} round(s)\n{HEADER}")
     for kind in kinds:
-        for side in ("ours", PEER):
+        for side in sides:
             print(row_line({"set": kind, "side": side, **medians[kind, side]}, "-"))
+    if len(sides) < 2:
+        print(f"one side run ({sides[0]}): no target line")
+        return
     for kind in kinds:
         ours, peer = medians[kind, "ours"], medians[kind, PEER]
         ratio = ours["seconds"] / peer["seconds"]
@@ -259,9 +264,16 @@ def parse() -> argparse.Namespace:
     parser.add_argument(
         "--workers", type=int, default=auto_num_workers(), help="loader workers (Ultralytics: 0 on CPU)"
     )
+    parser.add_argument(
+        "--sides", default=f"ours,{PEER}", help="the sides to run, comma-separated (one: to try a change of ours)"
+    )
+    parser.add_argument(
+        "--ours_options", default="", help="more options for our fit, to try a change ('--model.fpn_channels 32')"
+    )
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
     parser.add_argument("--smoke", action="store_true", help="one round of 40 colour canvases, 1 epoch, batch 16")
     args = parser.parse_args()
+    args.sides = [side for side in ("ours", PEER) if side in args.sides.split(",")]
     if args.smoke:
         args.sets, args.rounds, args.count, args.epochs, args.batch_size = "colour", 1, 40, 1, 16
     return args
@@ -271,8 +283,11 @@ def main() -> None:
     args = parse()
     kinds = [kind for kind in args.sets.split(",") if kind]
     unknown = [kind for kind in kinds if kind not in KINDS]
-    if unknown or not kinds or args.count < 20 or args.rounds < 1:
-        sys.exit(f"{NAME}: --sets takes {', '.join(KINDS)}, --count >= 20, --rounds >= 1; got {args.sets!r}")
+    if unknown or not kinds or args.count < 20 or args.rounds < 1 or not args.sides:
+        sys.exit(
+            f"{NAME}: --sets takes {', '.join(KINDS)}, --sides ours and/or {PEER}, --count >= 20, --rounds >= 1;"
+            f" got --sets {args.sets!r}"
+        )
     missing, version = peer_version(args.peer_python)
     if missing:
         why = f"Ultralytics' venv is not here ({missing}): build it with `make peers` (this script's docstring)"
@@ -291,7 +306,7 @@ def main() -> None:
         for kind in kinds:
             rows += run_round(kind, number, args)
             sys.stdout.flush()
-    report(rows, kinds)
+    report(rows, kinds, args.sides)
     if args.json:
         settings = {"count": args.count, "epochs": args.epochs, "batch_size": args.batch_size, "peer": version}
         args.json.write_text(json.dumps([{**row, **settings} for row in rows], indent=1) + "\n")

@@ -177,7 +177,10 @@ def build_detector(architecture: Mapping, trust_model: bool = True) -> Detector:
         raise UsageError(f"model.detector must be one of {list(DETECTORS)}, got {name!r}")
     kwargs = a.get("backbone_kwargs") or {}
     backbone = create_backbone(a["backbone"], channels, None, a.get("image_size"), trust_model, **kwargs)
-    body = StagesPyramid(backbone, int(a.get("fpn_channels") or 64))
+    levels = 3 if a.get("fpn_levels") is None else int(a["fpn_levels"])  # a checkpoint from before it: three
+    if levels < 1:
+        raise UsageError(f"model.fpn_levels must be >= 1, got {levels}")
+    body = StagesPyramid(backbone, int(a.get("fpn_channels") or 64), levels)
     options = {
         "channels": channels,
         "score": float(a.get("score_threshold", 0.05)),

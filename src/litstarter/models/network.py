@@ -18,7 +18,7 @@ ARCHITECTURE_KEYS = ("backbone", "backbone_kwargs", "num_classes", "in_channels"
 #: A segmentation task's architecture key (``null`` picks the widths): its network is a ``Segmenter``.
 DECODER_KEY = "decoder_channels"
 #: A detection task's: its network is a ``Detector`` (with its thresholds and its pyramid's width).
-DETECTION_KEYS = ("detector", "score_threshold", "nms_iou", "max_detections", "fpn_channels")
+DETECTION_KEYS = ("detector", "score_threshold", "nms_iou", "max_detections", "fpn_channels", "fpn_levels")
 
 
 def architecture_of(hparams: Mapping) -> dict:

@@ -52,6 +52,8 @@ class ObjectDetector(ImageTask):
         nms_iou: Non-maximum suppression drops a box overlapping a better one of its class by more than this IoU.
         max_detections: The most detections kept per image (the exported graph's rows per image).
         fpn_channels: The feature pyramid's width.
+        fpn_levels: How many of the backbone's coarsest stages feed the pyramid (a max-pooled level is added above):
+            ``small_cnn``'s three start at stride 4; 2 starts at stride 8 (faster, coarser; docs/detection.md).
         overlays: Validation images drawn with their boxes to TensorBoard after each validation (0: none).
         kwargs: The shared arguments of :class:`~litstarter.tasks.ImageTask`.
     """
@@ -67,6 +69,7 @@ class ObjectDetector(ImageTask):
         nms_iou: float = 0.5,
         max_detections: int = 100,
         fpn_channels: int = 64,
+        fpn_levels: int = 3,
         overlays: int = 4,
         **kwargs,
     ) -> None:
@@ -74,10 +77,10 @@ class ObjectDetector(ImageTask):
             raise UsageError(
                 f"model.score_threshold must be in [0, 1) and model.nms_iou in (0, 1], got {score_threshold}, {nms_iou}"
             )
-        if max_detections < 1 or fpn_channels < 1 or overlays < 0:
+        if max_detections < 1 or fpn_channels < 1 or fpn_levels < 1 or overlays < 0:
             raise UsageError(
-                f"model.max_detections and model.fpn_channels must be >= 1, model.overlays >= 0; got"
-                f" {max_detections}, {fpn_channels}, {overlays}"
+                f"model.max_detections, model.fpn_channels and model.fpn_levels must be >= 1, model.overlays >= 0;"
+                f" got {max_detections}, {fpn_channels}, {fpn_levels}, {overlays}"
             )
         super().__init__(**kwargs)
         self.val_map, self.test_map = detection_metric(), detection_metric()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from litstarter.errors import UsageError
 from litstarter.models.detector import DETECTORS, build_detector
 from litstarter.models.stages import read_stages, stage_channels
 from litstarter.models.torchvision_backbones import torchvision_backbone
@@ -49,3 +50,18 @@ def test_a_mobilenets_stages_are_found_without_moving_its_running_statistics() -
     features = read_stages(backbone.eval(), torch.zeros(1, 1, 64, 64))
     assert [f.shape[1] for f in features] == widths
     assert [f.shape[-1] for f in features] == [64 // 2 ** (i + 1) for i in range(len(features))]
+
+
+@pytest.mark.parametrize(("levels", "anchors"), [(3, (8, 16, 32, 64)), (2, (8, 16, 32)), (1, (8, 16))])
+def test_the_pyramid_reads_the_coarsest_fpn_levels_stages(levels: int, anchors) -> None:
+    net = build_detector(architecture() | {"image_size": [64, 64], "fpn_levels": levels})
+    maps = net.detector.backbone(torch.zeros(1, 1, 64, 64))
+    strides = [64 // m.shape[-1] for m in maps.values()]
+    assert strides == [16 // 2 ** (levels - 1) * 2**i for i in range(levels + 1)]  # small_cnn: 4, 8, 16 + pool
+    assert tuple(s[0] for s in net.detector.anchor_generator.sizes) == anchors
+
+
+def test_a_checkpoint_from_before_fpn_levels_keeps_three_stages_and_a_bad_value_is_refused() -> None:
+    assert build_detector(architecture()).detector.backbone.levels == 3  # no fpn_levels key: the old pyramid
+    with pytest.raises(UsageError, match="model.fpn_levels must be >= 1"):
+        build_detector(architecture() | {"fpn_levels": 0})
