@@ -169,12 +169,12 @@ def reference_arguments(data: dict, work: Path, args: argparse.Namespace) -> lis
 
 
 def run(name: str, command: list[str], cwd: Path) -> tuple[str, float]:
-    """``command`` in ``cwd``: its stdout and wall seconds; stops the benchmark if it fails."""
+    """``command`` in ``cwd``: its stdout and wall seconds; stops the benchmark (the script run) if it fails."""
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode:
-        sys.exit(f"detection_peer.py: {name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        sys.exit(f"{Path(sys.argv[0]).name}: {name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return done.stdout, seconds
 
 

@@ -71,13 +71,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
+from detection_peer import run  # noqa: E402
 from detection_sets import KINDS, write  # noqa: E402
 
 CONFIGS = REPO / "configs"
@@ -143,26 +143,23 @@ def score(truth: Path, ids: dict[str, int], results: Path) -> tuple[float, float
     return float(evaluation.stats[0]), float(evaluation.stats[1])
 
 
-def run(side: str, command: list[str], cwd: Path) -> tuple[str, float]:
-    """``command`` in ``cwd``: its stdout and wall seconds; stops the benchmark if it fails."""
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if done.returncode:
-        sys.exit(f"{NAME}: {side} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return done.stdout, seconds
-
-
 def our_fit(root: Path, work: Path, args: argparse.Namespace, size: int, seed: int) -> list[str]:
     """``litstarter fit``'s command: the three configs and the shared settings."""
     configs = ("default.yaml", "data/image_folder.yaml", "task/detection.yaml")
-    return [
-        sys.executable, "-m", "litstarter", "fit", *(f"--config={CONFIGS / c}" for c in configs),
-        f"--data.root={root}", f"--data.image_size={size}", f"--data.batch_size={args.batch_size}",
-        f"--data.num_workers={args.workers}", f"--data.cache_dir={work}/cache", f"--data.seed={seed}",
-        f"--trainer.max_epochs={args.epochs}", f"--trainer.logger.init_args.save_dir={work}/runs",
-        "--trainer.enable_progress_bar=false", f"--seed_everything={seed}", *shlex.split(args.ours_options),
-    ]  # fmt: skip
+    shared = {
+        "data.root": root,
+        "data.image_size": size,
+        "data.batch_size": args.batch_size,
+        "data.num_workers": args.workers,
+        "data.cache_dir": work / "cache",
+        "data.seed": seed,
+        "trainer.max_epochs": args.epochs,
+        "trainer.logger.init_args.save_dir": work / "runs",
+        "trainer.enable_progress_bar": "false",
+        "seed_everything": seed,
+    }
+    command = [sys.executable, "-m", "litstarter", "fit", *(f"--config={CONFIGS / c}" for c in configs)]
+    return [*command, *(f"--{key}={value}" for key, value in shared.items()), *shlex.split(args.ours_options)]
 
 
 def run_ours(root: Path, work: Path, args: argparse.Namespace, size: int, seed: int) -> dict:
@@ -182,10 +179,9 @@ def run_ours(root: Path, work: Path, args: argparse.Namespace, size: int, seed: 
 def run_peer(root: Path, work: Path, args: argparse.Namespace, size: int, seed: int) -> dict:
     """The driver in Ultralytics' venv: the results json and the process's seconds."""
     work.mkdir()
-    command = [
-        str(args.peer_python), str(DRIVER), str(root / "data.yaml"), str(work), f"--epochs={args.epochs}",
-        f"--imgsz={size}", f"--batch={args.batch_size}", f"--workers={args.workers}", f"--seed={seed}",
-    ]  # fmt: skip
+    shared = {"epochs": args.epochs, "imgsz": size, "batch": args.batch_size, "workers": args.workers, "seed": seed}
+    command = [str(args.peer_python), str(DRIVER), str(root / "data.yaml"), str(work)]
+    command += [f"--{key}={value}" for key, value in shared.items()]
     stdout, seconds = run(PEER, command, work)
     said = json.loads(stdout.strip().splitlines()[-1])
     detail = {"train_s": said["train_s"], "predict_s": said["predict_s"], "boxes": said["boxes"]}

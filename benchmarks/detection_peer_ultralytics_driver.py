@@ -53,9 +53,16 @@ def predict(best: Path, folder: Path, args: argparse.Namespace) -> list[dict]:
     from ultralytics import YOLO
 
     found = YOLO(str(best)).predict(
-        source=str(folder), stream=True, imgsz=args.imgsz, batch=args.batch, conf=0.001, iou=0.7, max_det=100,
-        device="cpu", verbose=False,
-    )  # fmt: skip
+        source=str(folder),
+        stream=True,
+        imgsz=args.imgsz,
+        batch=args.batch,
+        conf=0.001,
+        iou=0.7,
+        max_det=100,
+        device="cpu",
+        verbose=False,
+    )
     rows = []
     for result in found:
         boxes = result.boxes
@@ -87,9 +94,18 @@ def main() -> None:
     model = YOLO("yolo11n.yaml")
     start = time.perf_counter()
     model.train(
-        data=str(args.data), epochs=args.epochs, imgsz=args.imgsz, batch=args.batch, amp=False, plots=False,
-        device="cpu", workers=args.workers, seed=args.seed, project=str(args.work / "runs"), val=True,
-    )  # fmt: skip
+        data=str(args.data),
+        epochs=args.epochs,
+        imgsz=args.imgsz,
+        batch=args.batch,
+        amp=False,
+        plots=False,
+        device="cpu",
+        workers=args.workers,
+        seed=args.seed,
+        project=str(args.work / "runs"),
+        val=True,
+    )
     train_s = time.perf_counter() - start
     best = Path(model.trainer.best)
     start = time.perf_counter()

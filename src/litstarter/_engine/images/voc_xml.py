@@ -64,14 +64,15 @@ class PascalVoc(LabelFormat):
     def detect(self, root: Path) -> Found | None:
         """The folders one of whose first three ``.xml`` is a VOC ``<annotation>``, and their files with their
         splits."""
-        folders = [f for f in _candidates(root) if any(xml_root(x) == "annotation" for x in files_in(f, ".xml")[:3])]
+        listed = {folder: files_in(folder, ".xml") for folder in _candidates(root)}  # each folder listed once
+        folders = [f for f, xmls in listed.items() if any(xml_root(x) == "annotation" for x in xmls[:3])]
         if not folders:
             return None
         image_sets = root / "ImageSets" / "Main"
-        present = set(files_in(folders[0], ".xml"))
+        present = set(listed[folders[0]])
         sets = _image_sets(root, image_sets, present) if len(folders) == 1 and image_sets.is_dir() else None
         if sets is None:
-            files = tuple((xml, split_of(relative(xml, root))) for f in folders for xml in files_in(f, ".xml"))
+            files = tuple((xml, split_of(relative(xml, root))) for f in folders for xml in listed[f])
             what = f"{', '.join(relative(f, root) + '/*.xml' for f in folders)} ({len(files)} files)"
             return Found(self, Path(os.path.commonpath(folders)), what.replace("./*.xml", "*.xml"), files)
         files, missing = sets
