@@ -23,7 +23,7 @@ from torchvision.ops import FeaturePyramidNetwork
 from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
 
 from litstarter.errors import UsageError
-from litstarter.models.network import ImageNetwork
+from litstarter.models.network import UNRECORDED, ImageNetwork
 from litstarter.models.registry import create_backbone
 from litstarter.models.stages import read_stages, stage_channels
 
@@ -79,7 +79,11 @@ def _torchvision_detector(name: str, body: StagesPyramid, num_classes: int, size
     }
     thresholds = {"score_thresh": options["score"], "nms_thresh": options["nms"], "detections_per_img": options["max"]}
     if name == "fcos":
-        return FCOS(body, num_classes, anchor_generator=_anchor_generator(levels, 8), **thresholds, **common)
+        from torchvision.models.detection.fcos import FCOSHead
+
+        head = FCOSHead(body.out_channels, 1, num_classes, num_convs=options["head_convs"])
+        anchors = _anchor_generator(levels, 8)
+        return FCOS(body, num_classes, anchor_generator=anchors, head=head, **thresholds, **common)
     if name == "retinanet":
         return RetinaNet(body, num_classes, anchor_generator=_anchor_generator(levels, 8), **thresholds, **common)
     if name == "ssdlite":
@@ -166,7 +170,8 @@ class Detector(ImageNetwork):
 
 def build_detector(architecture: Mapping, trust_model: bool = True) -> Detector:
     """An untrained :class:`Detector` shaped as ``architecture`` says (``detector``, ``score_threshold``,
-    ``nms_iou``, ``max_detections``, ``fpn_channels`` beside the shared keys).
+    ``nms_iou``, ``max_detections``, ``fpn_channels``, ``fpn_levels``, ``head_convs`` beside the shared keys); a key
+    it lacks (a checkpoint from before the key) takes the shape :data:`~.network.UNRECORDED` gives.
 
     Raises:
         UsageError: an unknown detector, or a backbone that gives no stages.
@@ -177,11 +182,14 @@ def build_detector(architecture: Mapping, trust_model: bool = True) -> Detector:
         raise UsageError(f"model.detector must be one of {list(DETECTORS)}, got {name!r}")
     kwargs = a.get("backbone_kwargs") or {}
     backbone = create_backbone(a["backbone"], channels, None, a.get("image_size"), trust_model, **kwargs)
-    levels = 3 if a.get("fpn_levels") is None else int(a["fpn_levels"])  # a checkpoint from before it: three
+    levels, convs = (UNRECORDED[k] if a.get(k) is None else int(a[k]) for k in ("fpn_levels", "head_convs"))
     if levels < 1:
         raise UsageError(f"model.fpn_levels must be >= 1, got {levels}")
     body = StagesPyramid(backbone, int(a.get("fpn_channels") or 64), levels)
+    if convs < 1 or (convs != 4 and name != "fcos"):
+        raise UsageError(f"model.head_convs must be >= 1 (and 4 for any detector but fcos), got {convs} for {name}")
     options = {
+        "head_convs": convs,
         "channels": channels,
         "score": float(a.get("score_threshold", 0.05)),
         "nms": float(a.get("nms_iou", 0.5)),

@@ -17,8 +17,19 @@ from litstarter.errors import UsageError
 ARCHITECTURE_KEYS = ("backbone", "backbone_kwargs", "num_classes", "in_channels", "dropout", "image_size")
 #: A segmentation task's architecture key (``null`` picks the widths): its network is a ``Segmenter``.
 DECODER_KEY = "decoder_channels"
-#: A detection task's: its network is a ``Detector`` (with its thresholds and its pyramid's width).
-DETECTION_KEYS = ("detector", "score_threshold", "nms_iou", "max_detections", "fpn_channels", "fpn_levels")
+#: A detection task's: its network is a ``Detector`` (with its thresholds, its pyramid's width and depth and its
+#: head's depth).
+DETECTION_KEYS = (
+    "detector",
+    "score_threshold",
+    "nms_iou",
+    "max_detections",
+    "fpn_channels",
+    "fpn_levels",
+    "head_convs",
+)
+#: The shape keys added since checkpoints were first written, and the shape a checkpoint without one had.
+UNRECORDED = {"fpn_levels": 3, "head_convs": 4}
 
 
 def architecture_of(hparams: Mapping) -> dict:

@@ -25,7 +25,7 @@ from litstarter.callbacks.freeze_backbone import FreezeBackbone
 from litstarter.errors import UsageError
 from litstarter.models import check_weights, create_backbone, list_backbones
 from litstarter.models.build import build_network
-from litstarter.models.network import architecture_of
+from litstarter.models.network import UNRECORDED, architecture_of
 from litstarter.models.tiling import needs_windows, run_tiled, task_tiling
 
 # ReduceLROnPlateau is stepped once per epoch, after validation, on this metric.
@@ -258,6 +258,15 @@ class ImageTask(L.LightningModule):
         """What the task's answers need beyond the names (``litstarter.tasks.answers``), as plain lists: saved in
         checkpoints, read by export into ``model.json``. Nothing, unless a task says otherwise."""
         return {}
+
+    def shape_differences(self, saved: dict) -> list[str]:
+        """The keys fixing the network's shape (``architecture_of``'s, the classes aside) on which a checkpoint saved
+        with hyper-parameters ``saved`` differs from this task, as ``model.<key> <there> there, <here> here``: what
+        to set when it does not fit. A key added since it was written counts as the shape it had then."""
+        here = architecture_of(self.hparams)
+        there = {k: saved[k] if k in saved else UNRECORDED.get(k) for k in here}
+        keys = [k for k in here if k != "num_classes" and there[k] != here[k]]
+        return [f"model.{k} {there[k]!r} there, {here[k]!r} here" for k in keys]
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Match the checkpoint's keys to this model, compiled or not, whichever way the checkpoint was saved."""

@@ -54,6 +54,9 @@ class ObjectDetector(ImageTask):
         fpn_channels: The feature pyramid's width.
         fpn_levels: How many of the backbone's coarsest stages feed the pyramid (a max-pooled level is added above):
             ``small_cnn``'s three start at stride 4; 2 starts at stride 8 (faster, coarser; docs/detection.md).
+        head_convs: FCOS's 3x3 convolutions per branch (classification, box), run on every level of the pyramid
+            (torchvision's 4); 2 is faster, better on some sets and worse on others (docs/detection.md). RetinaNet's,
+            Faster R-CNN's and SSDlite's heads are their own: only 4 is accepted for them.
         overlays: Validation images drawn with their boxes to TensorBoard after each validation (0: none).
         kwargs: The shared arguments of :class:`~litstarter.tasks.ImageTask`.
     """
@@ -70,6 +73,7 @@ class ObjectDetector(ImageTask):
         max_detections: int = 100,
         fpn_channels: int = 64,
         fpn_levels: int = 3,
+        head_convs: int = 4,
         overlays: int = 4,
         **kwargs,
     ) -> None:
@@ -77,11 +81,13 @@ class ObjectDetector(ImageTask):
             raise UsageError(
                 f"model.score_threshold must be in [0, 1) and model.nms_iou in (0, 1], got {score_threshold}, {nms_iou}"
             )
-        if max_detections < 1 or fpn_channels < 1 or fpn_levels < 1 or overlays < 0:
-            raise UsageError(
-                f"model.max_detections, model.fpn_channels and model.fpn_levels must be >= 1, model.overlays >= 0;"
-                f" got {max_detections}, {fpn_channels}, {fpn_levels}, {overlays}"
-            )
+        if head_convs != 4 and detector != "fcos":
+            raise UsageError(f"model.head_convs sets FCOS's head; {detector}'s is its own: leave it at 4")
+        least = {"max_detections": (max_detections, 1), "fpn_channels": (fpn_channels, 1)}
+        least |= {"fpn_levels": (fpn_levels, 1), "head_convs": (head_convs, 1), "overlays": (overlays, 0)}
+        for key, (value, lowest) in least.items():
+            if value < lowest:
+                raise UsageError(f"model.{key} must be >= {lowest}, got {value}")
         super().__init__(**kwargs)
         self.val_map, self.test_map = detection_metric(), detection_metric()
         self.shown: tuple | None = None  # the overlays' images, predictions and targets

@@ -65,3 +65,22 @@ def test_a_checkpoint_from_before_fpn_levels_keeps_three_stages_and_a_bad_value_
     assert build_detector(architecture()).detector.backbone.levels == 3  # no fpn_levels key: the old pyramid
     with pytest.raises(UsageError, match="model.fpn_levels must be >= 1"):
         build_detector(architecture() | {"fpn_levels": 0})
+
+
+@pytest.mark.parametrize("convs", [4, 2, 1])
+def test_head_convs_sets_the_depth_of_both_fcos_branches(convs: int) -> None:
+    head = build_detector(architecture() | {"head_convs": convs}).detector.head
+    for branch in (head.classification_head, head.regression_head):
+        assert sum(isinstance(m, torch.nn.Conv2d) for m in branch.conv) == convs
+
+
+def test_a_checkpoint_from_before_head_convs_loads_into_four_and_other_detectors_refuse_another_depth() -> None:
+    from torchvision.models.detection import FCOS
+
+    old = build_detector(architecture())  # no head_convs key: torchvision's own head, four convs a branch
+    stock = FCOS(old.detector.backbone, 3, anchor_generator=old.detector.anchor_generator)
+    assert old.detector.head.state_dict().keys() == stock.head.state_dict().keys()
+    with pytest.raises(UsageError, match="model.head_convs must be >= 1"):
+        build_detector(architecture() | {"head_convs": 0})
+    with pytest.raises(UsageError, match="4 for any detector but fcos"):
+        build_detector(architecture("retinanet") | {"head_convs": 2})

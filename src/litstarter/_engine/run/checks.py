@@ -151,9 +151,17 @@ def check_checkpoint_fits(ckpt_path: str | os.PathLike | None, model: nn.Module)
         trained = f" (trained with backbone {hparams['backbone']!r})" if "backbone" in hparams else ""
         raise CheckpointError(
             f"--ckpt_path '{path}'{trained} does not fit this model: {', '.join(shown[:6])}"
-            f"{f', ... ({len(shown)} in all)' if len(shown) > 6 else ''}. Set model.backbone (and backbone_kwargs)"
-            " as in the run that saved it"
+            f"{f', ... ({len(shown)} in all)' if len(shown) > 6 else ''}. {_shape_hint(hparams, model)}"
         )
+
+
+def _shape_hint(saved: dict, model: nn.Module) -> str:
+    """What to set for ``model`` to take a checkpoint saved with hyper-parameters ``saved``: the shape keys that
+    differ, where the model can say (a task's ``shape_differences``)."""
+    differ = model.shape_differences(saved) if hasattr(model, "shape_differences") else []
+    if differ:
+        return f"Its shape keys differ: {', '.join(differ)}; set them as in the run that saved it"
+    return "Set model.backbone (and backbone_kwargs) as in the run that saved it"
 
 
 def check_validation_runs(trainer) -> None:

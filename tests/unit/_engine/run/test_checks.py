@@ -1,4 +1,5 @@
-"""The data's own facts checked before a model is built: too few classes is one line in the data's terms."""
+"""The data's own facts checked before a model is built: too few classes is one line in the data's terms; a
+checkpoint that does not fit the model names the shape keys to set."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from litstarter._engine.checkpoints import CheckpointError
 from litstarter._engine.run.checks import num_classes_of
 from litstarter.errors import UsageError
 
@@ -53,3 +55,24 @@ def test_a_fit_validating_nothing_is_refused_while_a_callback_monitors_validatio
         check_validation_runs(runs)  # nothing monitors validation, or validation runs
     with pytest.raises(UsageError):
         check_validation_runs(SimpleNamespace(limit_val_batches=0.0, callbacks=monitoring[:1]))
+
+
+def test_a_detection_checkpoint_from_before_head_convs_names_the_key_to_set(tmp_path) -> None:
+    """A checkpoint written before ``model.head_convs`` has FCOS's four convolutions a branch; resumed with two it is
+    refused in one line naming the key and both values, not a list of keys alone."""
+    import torch
+
+    from litstarter._engine.run.checks import check_checkpoint_fits
+    from litstarter.tasks.detection import ObjectDetector
+
+    shape = {"num_classes": 3, "image_size": [48, 48], "in_channels": 1}
+    old = ObjectDetector(**shape)
+    hparams = {k: v for k, v in dict(old.hparams).items() if k != "head_convs"}  # as written before the key
+    path = tmp_path / "old.ckpt"
+    torch.save({"state_dict": old.state_dict(), "hyper_parameters": hparams}, path)
+    check_checkpoint_fits(path, ObjectDetector(**shape))  # the default head is the old one: it fits
+    with pytest.raises(CheckpointError) as refused:
+        check_checkpoint_fits(path, ObjectDetector(head_convs=2, **shape))
+    said = str(refused.value)
+    assert "unexpected net.detector.head.classification_head.conv.6.weight" in said and "\n" not in said
+    assert "Its shape keys differ: model.head_convs 4 there, 2 here; set them as in the run that saved it" in said
