@@ -18,8 +18,21 @@ and an RBF SVC. It prints one table: the network's test accuracy and macro-F1, i
 (process start to exit: start-up and the cache build included), the median training images per second
 (``ThroughputMonitor``'s windows, validation excluded), both baselines, and the network minus the better
 baseline, in points. ``--json`` writes the rows too. Nothing is downloaded; the photos ship with scikit-image,
-scikit-learn and matplotlib. ``--smoke`` builds every set into a temporary folder and fits ``tiny`` for one epoch: the
-same code end to end and the same table, in well under a minute; the test suite runs it.
+scikit-learn and matplotlib.
+
+``--task detection`` (or ``segmentation``) measures that task's defaults instead, on the sets of
+``benchmarks/detection_sets.py`` (boxes as YOLO files, or the same canvases as masks): ``colour`` (1,500 colour
+canvases of 64 px, 1 to 3 digits that may overlap), ``grey`` (1,500 grey ones, 1 to 4 smaller digits) and
+``small`` (200 canvases of 320 px, 2 to 8 digits of 10 to 18 px; read at 224 px by ``image_size: auto``), each with
+its config stacked on the two above, seed 1 (the peer benchmarks' first round: their fit of a set is this one).
+Its table: test mAP50-95 and mAP50 (detection) or test mIoU and Dice (segmentation), epochs, wall time and images
+per second; no baselines.
+
+    .venv/bin/python benchmarks/defaults.py --task detection [--sets colour,grey,small] [--count N] [-- <options>]
+
+``--smoke`` builds every set into a temporary folder and fits ``tiny`` for one epoch, then 40 ``colour`` canvases
+for one epoch with each of the other two tasks: the same code end to end and the same tables, in about two minutes;
+the test suite runs it.
 """
 
 from __future__ import annotations
@@ -39,8 +52,21 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO))
 from defaults_sets import SETS, build  # noqa: E402
+from detection_sets import write, write_masks  # noqa: E402
 
 CONFIGS = [REPO / "configs/default.yaml", REPO / "configs/data/image_folder.yaml"]
+#: ``--task detection`` / ``segmentation``: ``benchmarks/detection_sets.py``'s kinds (boxes, or the same canvases
+#: as masks) -> canvases written; the small-object set's 320 px images are read at 224 px (``image_size: auto``),
+#: each costing about 12 of the others'.
+TASK_SETS = {"colour": 1500, "grey": 1500, "small": 200}
+#: Per task: its config, its set writer and the two test figures its table shows.
+TASKS = {
+    "detection": (REPO / "configs/task/detection.yaml", write, ("test/map", "test/map50")),
+    "segmentation": (REPO / "configs/task/segmentation.yaml", write_masks, ("test/miou", "test/dice")),
+}
+#: The task sets' seed (``seed_everything`` and ``data.seed`` too): round 1 of the peer benchmarks, whose our-side
+#: fit of a set is then this suite's fit of it.
+TASK_SEED = 1
 
 
 def fit(root: Path, runs: Path, name: str, extra: list[str], log: Path, configs: list[Path] = CONFIGS) -> dict:
@@ -149,9 +175,60 @@ def print_table(rows: list[dict], label: str) -> None:
     print("vs best: network accuracy minus the better baseline's, in points (>= -1 is the target)")
 
 
+def build_task_set(task: str, name: str, work: Path, count: int) -> Path:
+    """The ``count`` canvases of kind ``name`` for ``task`` under ``work``, written once (a ``.done`` marker)."""
+    root = work / "sets" / f"{task}-{name}-{count}"
+    done = root.with_name(f"{root.name}.done")
+    if not done.is_file():
+        TASKS[task][1](name, root, count, TASK_SEED)
+        done.write_text("")
+    return root
+
+
+def print_task_table(rows: list[dict], task: str, label: str) -> None:
+    """A detection or segmentation suite's table: its two test figures per set."""
+    figures = TASKS[task][2]
+    print(f"\ndefaults suite, {task} ({label}): {' / '.join(figures)} on the test split")
+    head = f"{'set':<8} {'canvases':>8} {figures[0]:>10} {figures[1]:>10} {'ep':>3} {'wall s':>7} {'img/s':>6}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        rate = f"{r['rate']:>6.0f}" if r["rate"] else f"{'-':>6}"
+        scores = f"{r[figures[0]]:>10.4f} {r[figures[1]]:>10.4f}"
+        print(f"{r['set']:<8} {r['canvases']:>8} {scores} {r['epochs'] or 0:>3} {r['seconds']:>7.1f} {rate}")
+
+
+def run_task(args: argparse.Namespace, extra: list[str]) -> None:
+    """Write, fit and score each of ``args.sets`` for ``args.task`` (detection or segmentation); print the table."""
+    config, _, figures = TASKS[args.task]
+    names = [n.strip() for n in (args.sets or ",".join(TASK_SETS)).split(",") if n.strip()]
+    unknown = [n for n in names if n not in TASK_SETS]
+    if unknown:
+        raise SystemExit(f"defaults suite: unknown set(s) {', '.join(unknown)}; choose from {', '.join(TASK_SETS)}")
+    runs = args.work / "runs" / f"{args.task}-{args.label}"
+    runs.mkdir(parents=True, exist_ok=True)
+    seeded = [f"--seed_everything={TASK_SEED}", f"--data.seed={TASK_SEED}"]
+    rows = []
+    for name in names:
+        count = args.count or TASK_SETS[name]
+        root = build_task_set(args.task, name, args.work, count)
+        result = fit(root, runs, name, [*seeded, *extra], runs / f"{name}.log", [*args.configs, config])
+        rows.append({"set": name, "canvases": count, **{f: result["metrics"][f] for f in figures}, **result})
+        print(json.dumps({k: v for k, v in rows[-1].items() if k not in ("run", "metrics")}), flush=True)
+    print_task_table(rows, args.task, f"{args.label}{': ' + ' '.join(extra) if extra else ''}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, from {', '.join(SETS)}")
+    parser.add_argument(
+        "--task", choices=["classification", *TASKS], default="classification", help="whose defaults to measure"
+    )
+    parser.add_argument(
+        "--sets", help=f"comma-separated, from {', '.join(SETS)} (detection, segmentation: {', '.join(TASK_SETS)})"
+    )
+    parser.add_argument("--count", type=int, help=f"canvases per detection/segmentation set (default {TASK_SETS})")
     parser.add_argument("--work", type=Path, default=REPO / "runs" / "defaults-suite")
     parser.add_argument("--label", default="defaults", help="names this run's folder and its table")
     parser.add_argument("--json", type=Path, help="also write the rows here")
@@ -160,7 +237,7 @@ def main() -> None:
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
     if not args.smoke:
-        run(args, extra)
+        run_task(args, extra) if args.task in TASKS else run(args, extra)
         return
     with tempfile.TemporaryDirectory(prefix="defaults-smoke-") as tmp:
         args.work, args.sets, args.json = Path(tmp), "tiny", None
@@ -168,11 +245,14 @@ def main() -> None:
             build(name, args.work / "sets")
         print(f"built {len(SETS)} sets: {', '.join(SETS)}", flush=True)
         run(args, [*extra, "--trainer.max_epochs=1"])
+        args.sets, args.count = "colour", 40
+        for args.task in TASKS:  # each task's sets fitted for one epoch on 40 canvases
+            run_task(args, [*extra, "--trainer.max_epochs=1"])
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> None:
     """Build, fit and score each of ``args.sets``; print the table."""
-    names = [n.strip() for n in args.sets.split(",") if n.strip()]
+    names = [n.strip() for n in (args.sets or ",".join(SETS)).split(",") if n.strip()]
     unknown = [n for n in names if n not in SETS]
     if unknown:
         raise SystemExit(f"defaults suite: unknown set(s) {', '.join(unknown)}; choose from {', '.join(SETS)}")

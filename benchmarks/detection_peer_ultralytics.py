@@ -3,7 +3,8 @@ datasets, scored by one scorer on the same test images.
 
     make peers   # once: Ultralytics' own venv, .peers/ultralytics (requirements/peers/ultralytics.txt)
     .venv/bin/python benchmarks/detection_peer_ultralytics.py [--sets colour,grey,small] [--rounds 3] \\
-        [--count 1500] [--epochs 30] [--batch_size 64] [--image_size <the set's side>] [--json rows.json] [--smoke]
+        [--first_round 1] [--count 1500] [--epochs 30] [--batch_size 64] [--image_size <the set's side>] \\
+        [--json rows.json] [--smoke]
 
 Ultralytics is AGPL-3.0: the project never imports it and never depends on it. It lives in a venv of its own,
 ``.peers/ultralytics`` (or ``--peer_python``, or ``$ULTRALYTICS_PYTHON``), where
@@ -33,7 +34,8 @@ truth this script writes from the test labels (image ids in file order, category
 for both sides' results). Printed: mAP50-95 (COCO's AP at IoU 0.50:0.95) and mAP50.
 
 Not shared, as each side has it: the score threshold of the scored boxes (0.05 against 0.001); the loader workers
-(``--workers`` to both, but Ultralytics' trainer sets 0 on CPU); the channels of a grey set (ours reads it as one,
+(each side's default unless ``--workers`` gives both a number: on the CPU ours starts none, and Ultralytics' trainer
+sets 0 whatever it is given); the channels of a grey set (ours reads it as one,
 Ultralytics as three); early stopping (ours: patience 10 on val mAP; Ultralytics: 100); the network, the loss, the
 optimiser, the schedule and the augmentation (each its own default); what runs each epoch (ours: val mAP by
 faster-coco-eval, two checkpoints, TensorBoard; Ultralytics: its val, ``last.pt`` and ``best.pt``, then a final
@@ -49,7 +51,9 @@ Writing the data, the ground truth and the scoring are in neither.
 
 Printed: a table per round (set, round, side, mAP50-95, mAP50, seconds), the per-set medians, and per set the
 target: ours' median >= Ultralytics' on both metrics, at <= 1.1x its median time. ``--json PATH`` writes every row
-(with each side's own figures: our fit's ``test/map``, the driver's train and predict seconds).
+(with each side's own figures: our fit's ``test/map``, the driver's train and predict seconds). Rounds run apart
+(``--first_round 2 --rounds 2`` writes the sets with seeds 2 and 3) are put together by ``--report a.json b.json``,
+which prints the same tables, medians and target lines from the rows and runs nothing.
 
 ``--smoke`` runs one round of 40 ``colour`` canvases (64 px), 1 epoch, batch 16: the same code end to end and the
 same table, in about 80 s on 2 CPU cores; the test suite runs it. One round of ``--sets colour --count 300
@@ -150,7 +154,7 @@ def our_fit(root: Path, work: Path, args: argparse.Namespace, size: int, seed: i
         "data.root": root,
         "data.image_size": size,
         "data.batch_size": args.batch_size,
-        "data.num_workers": args.workers,
+        **({} if args.workers is None else {"data.num_workers": args.workers}),
         "data.cache_dir": work / "cache",
         "data.seed": seed,
         "trainer.max_epochs": args.epochs,
@@ -179,7 +183,8 @@ def run_ours(root: Path, work: Path, args: argparse.Namespace, size: int, seed: 
 def run_peer(root: Path, work: Path, args: argparse.Namespace, size: int, seed: int) -> dict:
     """The driver in Ultralytics' venv: the results json and the process's seconds."""
     work.mkdir()
-    shared = {"epochs": args.epochs, "imgsz": size, "batch": args.batch_size, "workers": args.workers, "seed": seed}
+    shared = {"epochs": args.epochs, "imgsz": size, "batch": args.batch_size, "seed": seed}
+    shared |= {} if args.workers is None else {"workers": args.workers}
     command = [str(args.peer_python), str(DRIVER), str(root / "data.yaml"), str(work)]
     command += [f"--{key}={value}" for key, value in shared.items()]
     stdout, seconds = run(PEER, command, work)
@@ -246,19 +251,18 @@ def report(rows: list[dict], kinds: list[str], sides: list[str]) -> None:
 
 def parse() -> argparse.Namespace:
     """The arguments; ``--smoke`` sets its own sizes."""
-    from litstarter._engine.cores import auto_num_workers
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     python = os.environ.get("ULTRALYTICS_PYTHON") or DEFAULT_PEER
     parser.add_argument("--peer_python", type=Path, default=Path(python), help="Ultralytics' venv's python")
     parser.add_argument("--sets", default="colour,grey,small", help=f"of {', '.join(KINDS)}, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per set; round n writes its set with seed n")
+    parser.add_argument("--first_round", type=int, default=1, help="the first round's number (to run rounds apart)")
     parser.add_argument("--count", type=int, default=1500, help="canvases per set, split 70/15/15")
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--image_size", type=int, default=None, help="both sides' image size; default the set's side")
     parser.add_argument(
-        "--workers", type=int, default=auto_num_workers(), help="loader workers (Ultralytics: 0 on CPU)"
+        "--workers", type=int, default=None, help="loader workers for both (default: each side's own; on the CPU 0)"
     )
     parser.add_argument(
         "--sides", default=f"ours,{PEER}", help="the sides to run, comma-separated (one: to try a change of ours)"
@@ -267,6 +271,9 @@ def parse() -> argparse.Namespace:
         "--ours_options", default="", help="more options for our fit, to try a change ('--model.fpn_channels 32')"
     )
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
+    parser.add_argument(
+        "--report", type=Path, nargs="+", help="print the tables and medians of rows --json wrote (runs nothing)"
+    )
     parser.add_argument("--smoke", action="store_true", help="one round of 40 colour canvases, 1 epoch, batch 16")
     args = parser.parse_args()
     args.sides = [side for side in ("ours", PEER) if side in args.sides.split(",")]
@@ -275,14 +282,32 @@ def parse() -> argparse.Namespace:
     return args
 
 
+def print_report(paths: list[Path]) -> None:
+    """The tables, medians and target lines of the rows in ``paths`` (runs written apart, as by ``--first_round``)."""
+    rows = [row for path in paths for row in json.loads(path.read_text())]
+    kinds = list(dict.fromkeys(row["set"] for row in rows))
+    for number, kind in sorted(
+        {(row["round"], row["set"]) for row in rows}, key=lambda key: (key[0], kinds.index(key[1]))
+    ):
+        print(f"\n{HEADER}")
+        for row in sorted(
+            (r for r in rows if (r["round"], r["set"]) == (number, kind)), key=lambda r: r["side"] != "ours"
+        ):
+            print(row_line(row, str(number)))
+    report(rows, kinds, [side for side in ("ours", PEER) if any(row["side"] == side for row in rows)])
+
+
 def main() -> None:
     args = parse()
+    if args.report:
+        print_report(args.report)
+        return
     kinds = [kind for kind in args.sets.split(",") if kind]
     unknown = [kind for kind in kinds if kind not in KINDS]
-    if unknown or not kinds or args.count < 20 or args.rounds < 1 or not args.sides:
+    if unknown or not kinds or args.count < 20 or min(args.rounds, args.first_round) < 1 or not args.sides:
         sys.exit(
-            f"{NAME}: --sets takes {', '.join(KINDS)}, --sides ours and/or {PEER}, --count >= 20, --rounds >= 1;"
-            f" got --sets {args.sets!r}"
+            f"{NAME}: --sets takes {', '.join(KINDS)}, --sides ours and/or {PEER}, --count >= 20, --rounds and"
+            f" --first_round >= 1; got --sets {args.sets!r}"
         )
     missing, version = peer_version(args.peer_python)
     if missing:
@@ -292,13 +317,14 @@ def main() -> None:
             return
         sys.exit(f"{NAME}: {why}")
     size = f"{args.image_size} px" if args.image_size else "the set's side"
+    workers = "each side's default" if args.workers is None else args.workers
     print(
         f"{version} at {args.peer_python}; sets {', '.join(kinds)}, {args.rounds} round(s), {args.count} canvases, "
-        f"{args.epochs} epochs, batch {args.batch_size}, image size {size}, workers {args.workers}",
+        f"{args.epochs} epochs, batch {args.batch_size}, image size {size}, workers {workers}",
         flush=True,
     )
     rows = []
-    for number in range(1, args.rounds + 1):
+    for number in range(args.first_round, args.first_round + args.rounds):
         for kind in kinds:
             rows += run_round(kind, number, args)
             sys.stdout.flush()

@@ -2,7 +2,7 @@
 ``detection_peer_ultralytics.py``.
 
     .peers/ultralytics/bin/python benchmarks/detection_peer_ultralytics_driver.py <set>/data.yaml <work> \\
-        --epochs 30 --imgsz 64 --batch 64 --workers 1 --seed 1
+        --epochs 30 --imgsz 64 --batch 64 --seed 1 [--workers 8]
 
 Runs in Ultralytics' own venv (``.peers/ultralytics``, built by ``make peers``) and imports ultralytics (and the
 matplotlib it depends on) only, never litstarter. Ultralytics is AGPL-3.0: the project never imports it and never
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, required=True)
     parser.add_argument("--imgsz", type=int, required=True)
     parser.add_argument("--batch", type=int, required=True)
-    parser.add_argument("--workers", type=int, required=True)
+    parser.add_argument("--workers", type=int, default=8, help="its own default (its trainer takes 0 on the CPU)")
     parser.add_argument("--seed", type=int, required=True)
     args = parser.parse_args()
     offline(args.work / "config")

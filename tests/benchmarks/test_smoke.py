@@ -109,6 +109,10 @@ SMOKES: dict[str, Smoke] = {
             r"defaults suite \(defaults: --trainer.max_epochs=1\): test accuracy / macro-F1; .*",
             r"set +acc +f1 +ep +wall s +img/s +logreg +svc +vs best",
             rf"tiny +{N} +{N} +1 +{N} +(-|{N}) +{N}/{N} +{N}/{N} +[+-]{N}",
+            r"defaults suite, detection \(defaults: --trainer.max_epochs=1\): test/map / test/map50 on the test .*",
+            rf"colour +40 +{N} +{N} +1 +{N} +(-|{N})",
+            r"defaults suite, segmentation \(defaults: --trainer.max_epochs=1\): test/miou / test/dice on the .*",
+            rf"colour +40 +{N} +{N} +1 +{N} +(-|{N})",
         )
     ),
     "deploy_inference.py": Smoke(
