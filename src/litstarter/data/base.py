@@ -37,8 +37,7 @@ class ArrayDataModule(L.LightningDataModule):
 
     Args:
         batch_size: Samples per batch per device.
-        num_workers: Loader worker processes; ``null``: about half the cores when training on an accelerator (0 on
-            one core), none when training on the CPU, whose step already uses every core (a worker only competes).
+        num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
         seed: Seed for the split, the shuffling and the augmentation.
     """
 
@@ -50,7 +49,6 @@ class ArrayDataModule(L.LightningDataModule):
             raise UsageError(f"data.num_workers must be >= 0 or null (auto), got {num_workers}")
         self.batch_size = batch_size
         self.num_workers = auto_num_workers() if num_workers is None else num_workers
-        self.workers_given = num_workers is not None
         self.seed = seed
         self.class_names: list[str] = []
         self.train_set: ArrayImageDataset | None = None
@@ -71,14 +69,10 @@ class ArrayDataModule(L.LightningDataModule):
         if dataset is None:
             raise RuntimeError(f"{type(self).__name__} has no {split} split; was setup() called?")
         on_accelerator = self.trainer is not None and type(self.trainer.accelerator).__name__ != "CPUAccelerator"
-        # Training on the CPU, the step's kernels already use every core and the cached uint8 images' augmentation
-        # is cheap: a worker process only takes cores from the step (30 epochs of a detection set: 641.9 s against
-        # 674.7 s, the same metrics). So `null` means none there; a number given is kept.
-        count = self.num_workers if self.workers_given or on_accelerator or self.trainer is None else 0
         workers = {
-            "num_workers": count,
+            "num_workers": self.num_workers,
             "pin_memory": on_accelerator,  # pinned host memory only pays off when batches go to an accelerator
-            "persistent_workers": count > 0,
+            "persistent_workers": self.num_workers > 0,
         }
         if getattr(dataset, "boxes", False):  # a variable number of boxes per image: batched as a list
             workers["collate_fn"] = dataset.collate

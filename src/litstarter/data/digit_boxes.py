@@ -63,8 +63,7 @@ class DigitBoxesDataModule(ArrayDataModule):
         size: Canvases generated in all.
         max_digits: The most digits a canvas holds (1 to it, equally likely).
         batch_size: Samples per batch per device.
-        num_workers: Loader worker processes; ``null``: about half the cores when training on an accelerator (0 on
-            one core), none when training on the CPU, whose step already uses every core (a worker only competes).
+        num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
         seed: Seed for the canvases, the shuffling and the augmentation.
         augmentation: Random training augmentation, moving each canvas's boxes with it; ``null`` turns it off.
             No flips: a mirrored digit is another glyph.

@@ -80,8 +80,7 @@ class DigitSetsDataModule(ArrayDataModule):
         size: Canvases generated in all.
         max_digits: The most digits a canvas holds (1 to it, equally likely; different digits on one canvas).
         batch_size: Samples per batch per device.
-        num_workers: Loader worker processes; ``null``: about half the cores when training on an accelerator (0 on
-            one core), none when training on the CPU, whose step already uses every core (a worker only competes).
+        num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
         seed: Seed for the canvases, the shuffling and the augmentation.
         augmentation: Random training augmentation; ``null`` turns it off. No crops by default: a crop could cut a
             digit off and its label would be wrong. No flips: a mirrored digit is another glyph.

@@ -22,8 +22,7 @@ class DigitsDataModule(ArrayDataModule):
 
     Args:
         batch_size: Samples per batch per device.
-        num_workers: Loader worker processes; ``null``: about half the cores when training on an accelerator (0 on
-            one core), none when training on the CPU, whose step already uses every core (a worker only competes).
+        num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
         seed: Seed for the split, the shuffling and the augmentation.
         val_fraction: Fraction of all images held out for validation.
         test_fraction: Fraction of all images held out for testing.

@@ -72,8 +72,7 @@ class ImageFolderDataModule(ArrayDataModule):
         augmentation: Random training augmentation; ``null`` turns it off. The default is ``FastAugmentation``
             with its defaults (``invert: 0.5`` for shapes whose polarity varies: ink, paint, film, screens).
         batch_size: Samples per batch per device.
-        num_workers: Loader worker processes; ``null``: about half the cores when training on an accelerator (0 on
-            one core), none when training on the CPU, whose step already uses every core (a worker only competes).
+        num_workers: Loader worker processes; ``null`` picks about half the cores (0 on one core).
         cache_dir: Folder for the caches, a ``<root name>-<hash>`` subfolder per (root, preprocessing); ``null``:
             ``runs/cache``. On a filesystem shared by nodes each builds it (safely) unless it is complete already.
         cache_workers: Processes that decode while the cache is built; ``null``: every core from 500 files.

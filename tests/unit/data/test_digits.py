@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 import torch
@@ -66,22 +64,6 @@ def test_loader_settings() -> None:
     dm0 = DigitsDataModule(num_workers=0)
     dm0.setup()
     assert not dm0.val_dataloader().persistent_workers
-
-
-@pytest.mark.parametrize(("given", "accelerator", "used"), [(None, "CPUAccelerator", 0), (2, "CPUAccelerator", 2),
-                                                            (None, "CUDAAccelerator", 3), (None, None, 3)])  # fmt: skip
-def test_auto_workers_are_none_when_training_on_the_cpu(monkeypatch, given, accelerator: str | None, used: int) -> None:
-    """``num_workers: null`` is half the cores on an accelerator (or without a trainer), none on the CPU, whose
-    step already uses every core; a number given is kept."""
-    import litstarter.data.base as base
-
-    monkeypatch.setattr(base, "auto_num_workers", lambda: 3)
-    dm = DigitsDataModule(num_workers=given)
-    dm.setup()
-    if accelerator:
-        dm.trainer = SimpleNamespace(accelerator=type(accelerator, (), {})())  # what the loader reads of it
-    loader = dm.val_dataloader()
-    assert loader.num_workers == used and loader.persistent_workers == (used > 0)
 
 
 @pytest.mark.parametrize("bad", [dict(val_fraction=0.0), dict(test_fraction=0.6, val_fraction=0.5), dict(batch_size=0)])

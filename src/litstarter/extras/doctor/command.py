@@ -168,8 +168,7 @@ def run(out=sys.stdout) -> int:
             print(f"  {line}", file=out)
     print("[data loading]", file=out)
     print(f"  cpu cores     {os.cpu_count()} (usable by this process: {available_cores()})", file=out)
-    picks = "what `data.num_workers: null` picks training on a GPU; on the CPU it picks 0"
-    print(f"  num_workers   {auto_num_workers()} ({picks})", file=out)
+    print(f"  num_workers   {auto_num_workers()} (what `data.num_workers: null` picks)", file=out)
     failures = [layer for layer in layers if layer.failure]
     for layer in failures:
         print(f"FAILED layer {layer.title}: {layer.failure}. Fix: {layer.fix}", file=out)
