@@ -186,8 +186,10 @@ def build_detector(architecture: Mapping, trust_model: bool = True) -> Detector:
     if levels < 1:
         raise UsageError(f"model.fpn_levels must be >= 1, got {levels}")
     body = StagesPyramid(backbone, int(a.get("fpn_channels") or 64), levels)
-    if convs < 1 or (convs != 4 and name != "fcos"):
-        raise UsageError(f"model.head_convs must be >= 1 (and 4 for any detector but fcos), got {convs} for {name}")
+    if convs != 4 and name != "fcos":
+        raise UsageError(f"model.head_convs sets FCOS's head; {name}'s is its own: leave it at 4")
+    if convs < 1:
+        raise UsageError(f"model.head_convs must be >= 1, got {convs}")
     options = {
         "head_convs": convs,
         "channels": channels,

@@ -81,13 +81,11 @@ class ObjectDetector(ImageTask):
             raise UsageError(
                 f"model.score_threshold must be in [0, 1) and model.nms_iou in (0, 1], got {score_threshold}, {nms_iou}"
             )
-        if head_convs != 4 and detector != "fcos":
-            raise UsageError(f"model.head_convs sets FCOS's head; {detector}'s is its own: leave it at 4")
-        least = {"max_detections": (max_detections, 1), "fpn_channels": (fpn_channels, 1)}
-        least |= {"fpn_levels": (fpn_levels, 1), "head_convs": (head_convs, 1), "overlays": (overlays, 0)}
-        for key, (value, lowest) in least.items():
-            if value < lowest:
-                raise UsageError(f"model.{key} must be >= {lowest}, got {value}")
+        if max_detections < 1 or fpn_channels < 1 or fpn_levels < 1 or overlays < 0:
+            raise UsageError(
+                f"model.max_detections, model.fpn_channels and model.fpn_levels must be >= 1, model.overlays >= 0;"
+                f" got {max_detections}, {fpn_channels}, {fpn_levels}, {overlays}"
+            )
         super().__init__(**kwargs)
         self.val_map, self.test_map = detection_metric(), detection_metric()
         self.shown: tuple | None = None  # the overlays' images, predictions and targets

@@ -82,5 +82,5 @@ def test_a_checkpoint_from_before_head_convs_loads_into_four_and_other_detectors
     assert old.detector.head.state_dict().keys() == stock.head.state_dict().keys()
     with pytest.raises(UsageError, match="model.head_convs must be >= 1"):
         build_detector(architecture() | {"head_convs": 0})
-    with pytest.raises(UsageError, match="4 for any detector but fcos"):
+    with pytest.raises(UsageError, match="model.head_convs sets FCOS's head; retinanet's is its own: leave it at 4"):
         build_detector(architecture("retinanet") | {"head_convs": 2})
